@@ -1,0 +1,17 @@
+"""Errors that reach the user as one line and an exit status, never a traceback."""
+
+from __future__ import annotations
+
+__all__ = ["KstoreError", "UsageError"]
+
+
+class KstoreError(Exception):
+    """An error the CLI reports as ``kstore: error: <message>`` with ``exit_code``."""
+
+    exit_code = 1
+
+
+class UsageError(KstoreError):
+    """Bad input (a malformed request, event or argument): exit status 2."""
+
+    exit_code = 2

@@ -1,0 +1,163 @@
+"""Java semantics that leak into Kafka's results: 32-bit hashes and HashMap order.
+
+Kafka's assignors iterate ``java.util.HashMap``/``HashSet`` in several places, so the
+order in which Java walks a hash table decides ties. This module reproduces
+``String.hashCode``, ``Utils.abs``, ``Utils.murmur2`` and the iteration order of a
+``HashMap`` built by a known sequence of insertions.
+
+HashMap facts used here (OpenJDK 8-21): the table starts at 16 buckets and doubles
+when ``size > 0.75 * capacity``; a key goes to bucket ``spread(hash) & (capacity - 1)``
+with ``spread(h) = h ^ (h >>> 16)``; inside a bucket, entries keep insertion order
+(resizing splits buckets without reordering). Bins with 8+ entries become trees in
+tables of 64+ buckets; that changes order only for pathological collisions and is not
+modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TypeVar
+
+__all__ = [
+    "to_int32",
+    "string_hash",
+    "java_abs",
+    "to_positive",
+    "murmur2",
+    "topic_partition_hash",
+    "spread",
+    "table_capacity",
+    "copy_capacity",
+    "hash_order",
+    "hash_order_by",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+_MASK32 = 0xFFFFFFFF
+
+
+def to_int32(value: int) -> int:
+    """Wrap an int to Java's signed 32-bit range."""
+    value &= _MASK32
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+_string_hash_cache: dict[str, int] = {}
+
+
+def string_hash(s: str) -> int:
+    """``java.lang.String.hashCode`` (over UTF-16 code units)."""
+    cached = _string_hash_cache.get(s)
+    if cached is not None:
+        return cached
+    h = 0
+    if s.isascii():
+        for ch in s.encode("ascii"):
+            h = (31 * h + ch) & _MASK32
+    else:
+        data = s.encode("utf-16-be")
+        for i in range(0, len(data), 2):
+            h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    result = to_int32(h)
+    if len(_string_hash_cache) < 1_000_000:
+        _string_hash_cache[s] = result
+    return result
+
+
+def java_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: ``Integer.MIN_VALUE`` maps to 0, not to itself."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def to_positive(n: int) -> int:
+    """Kafka's ``Utils.toPositive``: clear the sign bit."""
+    return n & 0x7FFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (seed 0x9747b28c), as a signed 32-bit int."""
+    length = len(data)
+    m = 0x5BD1E995
+    h = (0x9747B28C ^ length) & _MASK32
+    n4 = length // 4
+    for i in range(n4):
+        i4 = i * 4
+        k = data[i4] | (data[i4 + 1] << 8) | (data[i4 + 2] << 16) | (data[i4 + 3] << 24)
+        k = (k * m) & _MASK32
+        k ^= k >> 24
+        k = (k * m) & _MASK32
+        h = (h * m) & _MASK32
+        h ^= k
+    rest = length % 4
+    base = n4 * 4
+    if rest == 3:
+        h ^= data[base + 2] << 16
+    if rest >= 2:
+        h ^= data[base + 1] << 8
+    if rest >= 1:
+        h ^= data[base]
+        h = (h * m) & _MASK32
+    h ^= h >> 13
+    h = (h * m) & _MASK32
+    h ^= h >> 15
+    return to_int32(h)
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """``org.apache.kafka.common.TopicPartition.hashCode``."""
+    return to_int32(31 * (31 + partition) + string_hash(topic))
+
+
+def spread(h: int) -> int:
+    """``HashMap.hash``: the key's hash with its high half folded into the low half."""
+    h &= _MASK32
+    return h ^ (h >> 16)
+
+
+def table_capacity(max_size: int, initial: int = 16) -> int:
+    """Table size of a HashMap that has held at most ``max_size`` entries at once."""
+    cap = initial
+    while max_size > cap * 3 // 4:
+        cap *= 2
+    return cap
+
+
+def _table_size_for(c: int) -> int:
+    n = 1
+    while n < c:
+        n *= 2
+    return n
+
+
+def copy_capacity(size: int, source_capacity: int | None = None) -> int:
+    """Table size of ``new HashMap<>(m)`` / ``new HashSet<>(c)`` for a source of ``size``.
+
+    ``HashMap(Map)`` sizes its table for ``size / 0.75 + 1`` (float), which can be larger
+    than the table the same entries would get by inserting them one by one.
+    """
+    if size == 0:
+        return 16
+    import struct
+
+    ft = struct.unpack("f", struct.pack("f", size / 0.75))[0] + 1.0
+    return max(_table_size_for(int(ft)), 1)
+
+
+def hash_order_by(keys: Iterable[K], hashes: Sequence[int] | None, capacity: int) -> list[K]:
+    """Order in which Java iterates a table of ``capacity`` holding ``keys``.
+
+    ``keys`` must be given in insertion order; ``hashes`` are their Java hash codes.
+    """
+    ks = list(keys)
+    hs = hashes if hashes is not None else [string_hash(k) for k in ks]  # type: ignore[arg-type]
+    mask = capacity - 1
+    buckets = [spread(h) & mask for h in hs]
+    order = sorted(range(len(ks)), key=buckets.__getitem__)  # stable: insertion order kept
+    return [ks[i] for i in order]
+
+
+def hash_order(keys: Sequence[str], capacity: int | None = None) -> list[str]:
+    """Iteration order of a ``HashMap<String, ?>`` filled with ``keys`` in that order."""
+    cap = capacity if capacity is not None else table_capacity(len(keys))
+    return hash_order_by(keys, [string_hash(k) for k in keys], cap)

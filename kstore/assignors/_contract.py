@@ -1,0 +1,167 @@
+"""The assignment contract (``shared/spec/assignment-contract.md``): request and result.
+
+A request is parsed and validated once here; assignors receive a normalised
+``AssignmentRequest`` (owned partitions that do not exist dropped, duplicate topics and
+duplicate owned partitions removed) and return a plain mapping that ``AssignmentResult``
+wraps. Everything in this module is pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+__all__ = [
+    "TopicPartition",
+    "Assignment",
+    "MemberSubscription",
+    "AssignmentRequest",
+    "AssignmentResult",
+    "ContractError",
+    "parse_request",
+    "parse_requests",
+    "normalise",
+    "sorted_assignment",
+]
+
+TopicPartition = tuple[str, int]
+"""A partition as the contract writes it: ``[topic, partition]``."""
+
+Assignment = dict[str, list[TopicPartition]]
+"""Member id -> its partitions."""
+
+_NonNegative = Annotated[StrictInt, Field(ge=0)]
+_Positive = Annotated[StrictInt, Field(ge=1)]
+
+
+class MemberSubscription(BaseModel):
+    """One member's part of a request: what it subscribes to and what it owned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    topics: list[StrictStr]
+    owned: list[tuple[StrictStr, _NonNegative]] = Field(default_factory=list)
+    generation: StrictInt | None = None
+    rack: StrictStr | None = None
+    instance_id: StrictStr | None = None
+
+
+class AssignmentRequest(BaseModel):
+    """One assignment request. ``members`` keeps the request's order (it matters to Kafka)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    strategy: StrictStr
+    topics: dict[StrictStr, _Positive]
+    partition_racks: dict[StrictStr, list[list[StrictStr]]] | None = None
+    members: dict[StrictStr, MemberSubscription]
+
+
+class AssignmentResult(BaseModel):
+    """An assignor's answer: every member, each list sorted by topic then partition.
+
+    ``warnings`` are not part of the contract's JSON: they say where kstore answered a
+    request on which Kafka's own assignor fails, and go to standard error.
+    """
+
+    assignment: Assignment
+    warnings: list[str] = Field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps({"assignment": self.assignment}, separators=(",", ":"))
+
+
+class ContractError(ValueError):
+    """A request that does not follow the contract; the message names the field."""
+
+
+def _format_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"]) or "request"
+    return f"{loc}: {first['msg']}"
+
+
+def parse_request(text: str | bytes) -> AssignmentRequest:
+    """Parse and validate one JSON request; raises ``ContractError`` naming the field."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    return validate_request(raw)
+
+
+def validate_request(raw: Any) -> AssignmentRequest:
+    """Validate an already decoded request."""
+    if not isinstance(raw, dict):
+        raise ContractError("request: must be a JSON object")
+    try:
+        request = AssignmentRequest.model_validate(raw)
+    except ValidationError as exc:
+        raise ContractError(_format_error(exc)) from None
+    from kstore.assignors import strategies  # the registry; imported late to avoid a cycle
+
+    if request.strategy not in strategies():
+        known = ", ".join(strategies())
+        raise ContractError(f"strategy: unknown strategy {request.strategy!r} (known: {known})")
+    for topic, racks in (request.partition_racks or {}).items():
+        count = request.topics.get(topic)
+        if count is not None and len(racks) > count:
+            raise ContractError(
+                f"partition_racks.{topic}: {len(racks)} entries for {count} partitions"
+            )
+    return request
+
+
+def parse_requests(lines: Iterable[str]) -> Iterator[AssignmentRequest]:
+    """Parse JSON Lines; a bad line raises ``ContractError`` naming its line number."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield parse_request(line)
+        except ContractError as exc:
+            raise ContractError(f"line {number}: {exc}") from None
+
+
+def normalise(request: AssignmentRequest) -> AssignmentRequest:
+    """Apply the contract's own rules before any assignor sees the request.
+
+    Owned partitions that do not exist are dropped (as Kafka drops them), duplicate
+    owned partitions and duplicate subscribed topics within one member are removed,
+    order otherwise kept.
+    """
+    topics = request.topics
+    changed = False
+    members: dict[str, MemberSubscription] = {}
+    for member_id, sub in request.members.items():
+        owned = sub.owned
+        if owned:
+            seen: set[TopicPartition] = set()
+            kept: list[TopicPartition] = []
+            for tp in owned:
+                count = topics.get(tp[0])
+                if count is not None and tp[1] < count and tp not in seen:
+                    seen.add(tp)
+                    kept.append(tp)
+            if len(kept) != len(owned):
+                owned = kept
+        sub_topics = sub.topics
+        if len(set(sub_topics)) != len(sub_topics):
+            sub_topics = list(dict.fromkeys(sub_topics))
+        if owned is not sub.owned or sub_topics is not sub.topics:
+            changed = True
+            sub = sub.model_copy(update={"owned": owned, "topics": sub_topics})
+        members[member_id] = sub
+    if not changed:
+        return request
+    return request.model_copy(update={"members": members})
+
+
+def sorted_assignment(
+    members: Iterable[str], assignment: dict[str, list[TopicPartition]]
+) -> Assignment:
+    """Every member present, each list sorted by topic then partition."""
+    return {m: sorted(assignment.get(m, ())) for m in members}

@@ -1,0 +1,1 @@
+"""Kafka's group protocol: the coordinator and its members, on a simulated clock."""
