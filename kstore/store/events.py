@@ -1,0 +1,287 @@
+"""The events of ``shared/spec/events.md``: an envelope and one data model per type.
+
+An event is an ``Event`` (the envelope) whose ``data`` is an instance of one of the
+``EventData`` subclasses below; the class name is the event's ``type``::
+
+    Event(group="orders", at=now, data=MemberJoined(member_id="c-1", topics=["orders"]))
+
+Each type carries a ``schema_version``. The store records it beside every event, and on
+read ``EventData.upcast`` brings data written under an older version to today's shape,
+so a later change of a type's fields never rewrites the log.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+
+from kstore._errors import UsageError
+
+__all__ = [
+    "EVENT_TYPES",
+    "AssignmentCompleted",
+    "Event",
+    "EventData",
+    "EventError",
+    "MemberJoined",
+    "MemberLeft",
+    "MemberReplaced",
+    "RebalanceStarted",
+    "StreamId",
+    "SubscriptionChanged",
+    "TopicChanged",
+    "TopicDeleted",
+    "format_time",
+    "parse_event",
+    "parse_event_line",
+    "parse_event_lines",
+]
+
+
+class EventError(UsageError):
+    """A malformed event; the message names the line (when known) and the field."""
+
+
+class StreamId(NamedTuple):
+    """A stream: one timeline of one group of one cluster."""
+
+    cluster: str
+    group: str
+    timeline: str
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.group}/{self.timeline}"
+
+
+_NonNegative = Annotated[StrictInt, Field(ge=0)]
+_Positive = Annotated[StrictInt, Field(ge=1)]
+_Partition = tuple[StrictStr, _NonNegative]
+
+EVENT_TYPES: dict[str, type[EventData]] = {}
+"""Event type name -> its data model, in the order of events.md."""
+
+
+class EventData(BaseModel):
+    """The type-specific part of an event. Subclasses register under their class name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: ClassVar[int] = 1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        EVENT_TYPES[cls.__name__] = cls
+
+    @classmethod
+    def type_name(cls) -> str:
+        return cls.__name__
+
+    @classmethod
+    def upcast(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """Data stored under schema ``version`` in today's shape.
+
+        A type that changes shape raises its ``schema_version`` and overrides this to
+        convert each older version; data from a newer version cannot be read.
+        """
+        if version > cls.schema_version:
+            raise ValueError(
+                f"{cls.__name__} schema version {version} is newer than this kstore's "
+                f"({cls.schema_version}); upgrade kstore"
+            )
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of events.md: optional fields that are absent are left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class TopicChanged(EventData):
+    """A topic was created, or its partition count or replica placement changed."""
+
+    topic: StrictStr
+    partitions: _Positive
+    racks: list[list[StrictStr]] | None = None
+
+
+class TopicDeleted(EventData):
+    topic: StrictStr
+
+
+class MemberJoined(EventData):
+    member_id: StrictStr
+    topics: list[StrictStr]
+    instance_id: StrictStr | None = None
+    client_id: StrictStr | None = None
+    host: StrictStr | None = None
+    rack: StrictStr | None = None
+    protocols: list[StrictStr] | None = None
+    session_timeout_ms: _NonNegative | None = None
+    rebalance_timeout_ms: _NonNegative | None = None
+
+
+class MemberLeft(EventData):
+    member_id: StrictStr
+    reason: Literal["leave", "session-timeout", "poll-timeout", "fenced", "other"]
+
+
+class MemberReplaced(EventData):
+    """A static member came back under a new id and took over the old id's place."""
+
+    old_member_id: StrictStr
+    new_member_id: StrictStr
+    instance_id: StrictStr
+
+
+class SubscriptionChanged(EventData):
+    member_id: StrictStr
+    topics: list[StrictStr]
+
+
+class RebalanceStarted(EventData):
+    generation: _NonNegative
+    reason: StrictStr
+
+
+class AssignmentCompleted(EventData):
+    generation: _NonNegative
+    strategy: StrictStr
+    assignment: dict[StrictStr, list[_Partition]]
+    leader: StrictStr | None = None
+    protocol: Literal["eager", "cooperative", "consumer"] | None = None
+
+
+def _iso_text_or_datetime(value: Any) -> Any:
+    # Pydantic would also take a number as a Unix time; events.md asks for ISO-8601 text.
+    if isinstance(value, str | datetime):
+        return value
+    raise ValueError("must be an ISO-8601 time with a zone")
+
+
+class Event(BaseModel):
+    """One fact about a group: the envelope of events.md around its typed ``data``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: Annotated[StrictStr, Field(min_length=1, max_length=200)] = Field(
+        default_factory=lambda: str(uuid.uuid4())
+    )
+    cluster: StrictStr = "default"
+    group: StrictStr
+    timeline: StrictStr = "recorded"
+    at: Annotated[AwareDatetime, BeforeValidator(_iso_text_or_datetime)]
+    data: EventData
+
+    @property
+    def type(self) -> str:
+        return self.data.type_name()
+
+    @property
+    def stream(self) -> StreamId:
+        return StreamId(self.cluster, self.group, self.timeline)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The events.md form, keys in the order of the spec."""
+        return {
+            "event_id": self.event_id,
+            "cluster": self.cluster,
+            "group": self.group,
+            "timeline": self.timeline,
+            "type": self.type,
+            "at": format_time(self.at),
+            "data": self.data.to_dict(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def format_time(at: datetime) -> str:
+    """ISO-8601 with the zone kept: ``Z`` for UTC, milliseconds when that is exact."""
+    if at.microsecond == 0:
+        spec = "seconds"
+    elif at.microsecond % 1000 == 0:
+        spec = "milliseconds"
+    else:
+        spec = "microseconds"
+    text = at.isoformat(timespec=spec)
+    if at.utcoffset() == timedelta(0):
+        return text.removesuffix("+00:00") + "Z"
+    return text
+
+
+def _error_text(err: ValidationError, prefix: str) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(part) for part in (prefix, *first["loc"]) if part != "")
+    return f"{loc or 'event'}: {first['msg']}"
+
+
+def parse_event(raw: Any, schema_version: int | None = None) -> Event:
+    """Validate one decoded event; ``EventError`` names the field.
+
+    ``schema_version`` is the version its data was written under (the store passes it
+    on read, so ``upcast`` runs); ``None`` means today's.
+    """
+    if not isinstance(raw, Mapping):
+        raise EventError("event: must be a JSON object")
+    if "type" not in raw:
+        raise EventError("type: Field required")
+    kind = raw["type"]
+    model = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise EventError(f"type: unknown event type {kind!r} (known: {', '.join(EVENT_TYPES)})")
+    if "data" not in raw:
+        raise EventError("data: Field required")
+    data = raw["data"]
+    if not isinstance(data, dict):
+        raise EventError("data: must be a JSON object")
+    try:
+        if schema_version is not None:
+            data = model.upcast(data, schema_version)
+        typed = model.model_validate(data)
+    except ValidationError as exc:
+        raise EventError(_error_text(exc, "data")) from None
+    except ValueError as exc:
+        raise EventError(f"data: {exc}") from None
+    envelope = {key: value for key, value in raw.items() if key != "type"}
+    envelope["data"] = typed
+    try:
+        return Event.model_validate(envelope)
+    except ValidationError as exc:
+        raise EventError(_error_text(exc, "")) from None
+
+
+def parse_event_line(line: str, number: int | None = None) -> Event:
+    """Parse one JSON line; the error names ``line N`` when ``number`` is given."""
+    where = f"line {number}: " if number is not None else ""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise EventError(f"{where}not JSON: {exc.msg} at column {exc.colno}") from None
+    try:
+        return parse_event(raw)
+    except EventError as exc:
+        raise EventError(f"{where}{exc}") from None
+
+
+def parse_event_lines(lines: Iterable[str]) -> list[Event]:
+    """Validate a whole batch of JSON Lines (blank lines skipped) before any is stored.
+
+    The first malformed line raises ``EventError`` naming its number and field.
+    """
+    return [
+        parse_event_line(line, number) for number, line in enumerate(lines, start=1) if line.strip()
+    ]

@@ -1,0 +1,269 @@
+"""The fold: a stream's events, applied in stream order, give the group's state.
+
+``GroupState`` holds what the log says about a group after some event: its members
+(join order kept, as it is the order the next request lists them in), topics, the
+latest ``AssignmentCompleted`` and a rebalance still in progress. ``to_request`` turns
+it into the next assignor request, each member's ``owned`` partitions and
+``generation`` rebuilt from the log.
+
+The state is treated as immutable data: ``apply`` replaces the containers it changes
+and never mutates a tuple or ``Member`` in place, so ``copy`` only copies the dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition
+from kstore.store.events import (
+    AssignmentCompleted,
+    Event,
+    MemberJoined,
+    MemberLeft,
+    MemberReplaced,
+    RebalanceStarted,
+    StreamId,
+    SubscriptionChanged,
+    TopicChanged,
+    TopicDeleted,
+    format_time,
+)
+
+__all__ = ["GroupState", "Member", "Rebalance", "fold"]
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A member as its latest ``MemberJoined``/``SubscriptionChanged`` left it."""
+
+    topics: tuple[str, ...]
+    instance_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+    rack: str | None = None
+    protocols: tuple[str, ...] | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if value is not None:
+                out[item.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Member:
+        values = dict(raw)
+        values["topics"] = tuple(values["topics"])
+        if values.get("protocols") is not None:
+            values["protocols"] = tuple(values["protocols"])
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalance:
+    """A ``RebalanceStarted`` not yet followed by an ``AssignmentCompleted``."""
+
+    generation: int
+    reason: str
+    started: datetime
+
+
+@dataclass(slots=True)
+class GroupState:
+    """A stream's state after ``version`` events (0: nothing yet)."""
+
+    stream: StreamId | None = None
+    version: int = 0
+    at: datetime | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    topics: dict[str, int] = field(default_factory=dict)
+    topic_racks: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    generation: int | None = None
+    strategy: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    assignment: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    rebalance: Rebalance | None = None
+
+    def copy(self) -> GroupState:
+        return dataclasses.replace(
+            self,
+            members=dict(self.members),
+            topics=dict(self.topics),
+            topic_racks=dict(self.topic_racks),
+            assignment=dict(self.assignment),
+        )
+
+    def apply(self, event: Event) -> None:
+        """Advance by one event (the stream's next); odd facts are applied as they are."""
+        if self.stream is None:
+            self.stream = event.stream
+        elif event.stream != self.stream:
+            raise ValueError(f"event {event.event_id} is of {event.stream}, not {self.stream}")
+        self.version += 1
+        self.at = event.at
+        data = event.data
+        match data:
+            case TopicChanged():
+                self.topics[data.topic] = data.partitions
+                if data.racks is None:
+                    self.topic_racks.pop(data.topic, None)
+                else:
+                    self.topic_racks[data.topic] = tuple(tuple(r) for r in data.racks)
+            case TopicDeleted():
+                self.topics.pop(data.topic, None)
+                self.topic_racks.pop(data.topic, None)
+            case MemberJoined():
+                self.members[data.member_id] = Member(
+                    topics=tuple(data.topics),
+                    instance_id=data.instance_id,
+                    client_id=data.client_id,
+                    host=data.host,
+                    rack=data.rack,
+                    protocols=tuple(data.protocols) if data.protocols is not None else None,
+                    session_timeout_ms=data.session_timeout_ms,
+                    rebalance_timeout_ms=data.rebalance_timeout_ms,
+                )
+            case MemberLeft():
+                self.members.pop(data.member_id, None)
+            case MemberReplaced():
+                self._replace_member(data)
+            case SubscriptionChanged():
+                known = self.members.get(data.member_id)
+                topics = tuple(data.topics)
+                self.members[data.member_id] = (
+                    Member(topics=topics)
+                    if known is None
+                    else dataclasses.replace(known, topics=topics)
+                )
+            case RebalanceStarted():
+                self.rebalance = Rebalance(data.generation, data.reason, event.at)
+            case AssignmentCompleted():
+                self.generation = data.generation
+                self.strategy = data.strategy
+                self.protocol = data.protocol
+                self.leader = data.leader
+                self.assignment = {m: tuple(tps) for m, tps in data.assignment.items()}
+                self.rebalance = None
+            case _:
+                raise TypeError(f"no fold rule for event type {event.type}")
+
+    def _replace_member(self, data: MemberReplaced) -> None:
+        old, new = data.old_member_id, data.new_member_id
+        # The new id takes the old one's position too: member order reaches the assignor.
+        if old in self.members:
+            self.members = {
+                (new if key == old else key): (
+                    dataclasses.replace(value, instance_id=data.instance_id)
+                    if key == old
+                    else value
+                )
+                for key, value in self.members.items()
+                if key != new
+            }
+        if old in self.assignment:
+            self.assignment = {
+                (new if key == old else key): value
+                for key, value in self.assignment.items()
+                if key != new
+            }
+        if self.leader == old:
+            self.leader = new
+
+    def to_request(self, strategy: str) -> AssignmentRequest:
+        """The next assignor request: today's members, each with what it owns now.
+
+        ``owned`` is the member's part of the latest ``AssignmentCompleted`` and
+        ``generation`` that event's generation (``None`` for a member it did not name).
+        """
+        members = {}
+        for member_id, member in self.members.items():
+            owned = self.assignment.get(member_id)
+            members[member_id] = MemberSubscription(
+                topics=list(member.topics),
+                owned=list(owned) if owned is not None else [],
+                generation=self.generation if owned is not None else None,
+                rack=member.rack,
+                instance_id=member.instance_id,
+            )
+        racks = {t: [list(r) for r in racks] for t, racks in self.topic_racks.items()}
+        return AssignmentRequest(
+            strategy=strategy,
+            topics=dict(self.topics),
+            partition_racks=racks or None,
+            members=members,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (``kstore state``, snapshots): ``from_dict`` reads it back."""
+        stream = self.stream
+        return {
+            "cluster": stream.cluster if stream else None,
+            "group": stream.group if stream else None,
+            "timeline": stream.timeline if stream else None,
+            "version": self.version,
+            "at": format_time(self.at) if self.at is not None else None,
+            "generation": self.generation,
+            "strategy": self.strategy,
+            "protocol": self.protocol,
+            "leader": self.leader,
+            "members": {m: member.to_dict() for m, member in self.members.items()},
+            "topics": dict(self.topics),
+            "topic_racks": {t: [list(r) for r in racks] for t, racks in self.topic_racks.items()},
+            "assignment": {m: [list(tp) for tp in tps] for m, tps in self.assignment.items()},
+            "rebalance": None
+            if self.rebalance is None
+            else {
+                "generation": self.rebalance.generation,
+                "reason": self.rebalance.reason,
+                "started": format_time(self.rebalance.started),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> GroupState:
+        rebalance = raw["rebalance"]
+        return cls(
+            stream=StreamId(raw["cluster"], raw["group"], raw["timeline"])
+            if raw["group"] is not None
+            else None,
+            version=raw["version"],
+            at=datetime.fromisoformat(raw["at"]) if raw["at"] is not None else None,
+            members={m: Member.from_dict(v) for m, v in raw["members"].items()},
+            topics=dict(raw["topics"]),
+            topic_racks={
+                t: tuple(tuple(r) for r in racks) for t, racks in raw["topic_racks"].items()
+            },
+            generation=raw["generation"],
+            strategy=raw["strategy"],
+            protocol=raw["protocol"],
+            leader=raw["leader"],
+            assignment={
+                m: tuple((tp[0], tp[1]) for tp in tps) for m, tps in raw["assignment"].items()
+            },
+            rebalance=None
+            if rebalance is None
+            else Rebalance(
+                rebalance["generation"],
+                rebalance["reason"],
+                datetime.fromisoformat(rebalance["started"]),
+            ),
+        )
+
+
+def fold(events: Iterable[Event], start: GroupState | None = None) -> GroupState:
+    """The state after ``events`` (a stream's, in order), from ``start`` or from nothing.
+
+    ``start`` is not changed.
+    """
+    state = start.copy() if start is not None else GroupState()
+    for event in events:
+        state.apply(event)
+    return state

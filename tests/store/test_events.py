@@ -1,0 +1,234 @@
+"""Events: the envelope and types of events.md, their JSON form and their errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kstore.store import (
+    EVENT_TYPES,
+    AssignmentCompleted,
+    Event,
+    EventData,
+    EventError,
+    MemberJoined,
+    format_time,
+    parse_event,
+    parse_event_line,
+    parse_event_lines,
+)
+
+SPEC_EXAMPLE = {
+    "event_id": "0b9c6f1e-3c1a-4a7e-9a53-6f1d2b1a9e10",
+    "cluster": "prod-eu",
+    "group": "orders-consumers",
+    "timeline": "recorded",
+    "type": "MemberJoined",
+    "at": "2026-11-21T10:00:00.123Z",
+    "data": {"member_id": "consumer-1-7c2e", "topics": ["orders"], "rack": "r1"},
+}
+
+ONE_OF_EACH: list[tuple[str, dict[str, Any]]] = [
+    ("TopicChanged", {"topic": "t", "partitions": 3, "racks": [["r1"], ["r2", "r1"], []]}),
+    ("TopicDeleted", {"topic": "t"}),
+    (
+        "MemberJoined",
+        {
+            "member_id": "m",
+            "topics": ["t"],
+            "instance_id": "i",
+            "client_id": "c",
+            "host": "/10.0.0.1",
+            "rack": "r",
+            "protocols": ["cooperative-sticky", "range"],
+            "session_timeout_ms": 45000,
+            "rebalance_timeout_ms": 300000,
+        },
+    ),
+    ("MemberLeft", {"member_id": "m", "reason": "session-timeout"}),
+    ("MemberReplaced", {"old_member_id": "a", "new_member_id": "b", "instance_id": "i"}),
+    ("SubscriptionChanged", {"member_id": "m", "topics": []}),
+    ("RebalanceStarted", {"generation": 4, "reason": "member m joined"}),
+    (
+        "AssignmentCompleted",
+        {
+            "generation": 4,
+            "strategy": "range",
+            "assignment": {"m": [["t", 0], ["t", 1]], "n": []},
+            "leader": "m",
+            "protocol": "eager",
+        },
+    ),
+]
+
+
+def envelope(kind: str, data: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    base = {"event_id": "e1", "cluster": "default", "group": "g", "timeline": "recorded"}
+    return base | {"type": kind, "at": "2026-01-02T03:04:05Z", "data": data} | extra
+
+
+def test_spec_example_round_trips_exactly() -> None:
+    line = json.dumps(SPEC_EXAMPLE)
+    event = parse_event_line(line)
+    assert isinstance(event.data, MemberJoined)
+    assert event.data.rack == "r1"
+    assert event.to_dict() == SPEC_EXAMPLE
+    assert json.loads(event.to_json()) == SPEC_EXAMPLE
+
+
+def test_every_type_is_covered_and_round_trips() -> None:
+    assert [kind for kind, _ in ONE_OF_EACH] == list(EVENT_TYPES)
+    for kind, data in ONE_OF_EACH:
+        raw = envelope(kind, data, cluster="c", timeline="sim/1")
+        event = parse_event(raw)
+        assert event.type == kind
+        assert event.to_dict() == raw
+
+
+def test_defaults_and_generated_id() -> None:
+    raw = envelope("TopicDeleted", {"topic": "t"})
+    del raw["event_id"]
+    first, second = parse_event(raw), parse_event(raw)
+    assert first.cluster == "default" and first.timeline == "recorded"
+    assert first.event_id and first.event_id != second.event_id
+    assert first.to_dict()["event_id"] == first.event_id
+
+
+def test_constructing_in_python() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    event = Event(
+        group="g",
+        at=at,
+        data=AssignmentCompleted(generation=1, strategy="range", assignment={"a": [("t", 0)]}),
+    )
+    assert event.type == "AssignmentCompleted"
+    assert parse_event(event.to_dict()) == event
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"group": "g", "type": "TopicDeleted", "at": "2026-01-01T00:00:00Z"}, "data"),
+        ({"type": "TopicDeleted", "at": "2026-01-01T00:00:00Z", "data": {"topic": "t"}}, "group"),
+        ({"group": "g", "at": "2026-01-01T00:00:00Z", "data": {"topic": "t"}}, "type"),
+        ({"group": "g", "type": "TopicDeleted", "data": {"topic": "t"}}, "at"),
+        (envelope("Nope", {}), "type"),
+        (envelope("TopicChanged", {"topic": "t", "partitions": 0}), "data.partitions"),
+        (envelope("TopicChanged", {"topic": "t", "partitions": "3"}), "data.partitions"),
+        (envelope("TopicChanged", {"topic": 5, "partitions": 3}), "data.topic"),
+        (envelope("MemberLeft", {"member_id": "m", "reason": "bored"}), "data.reason"),
+        (envelope("MemberJoined", {"member_id": "m"}), "data.topics"),
+        (
+            envelope(
+                "AssignmentCompleted",
+                {"generation": 1, "strategy": "range", "assignment": {"m": [["t", -1]]}},
+            ),
+            "data.assignment.m.0.1",
+        ),
+        (
+            envelope(
+                "AssignmentCompleted",
+                {"generation": 1, "strategy": "range", "assignment": {"m": [["t"]]}},
+            ),
+            "data.assignment.m.0.1",
+        ),
+        (envelope("TopicDeleted", {"topic": "t", "extra": 1}), "data.extra"),
+        (envelope("TopicDeleted", {"topic": "t"}, at="2026-01-01T00:00:00"), "at"),
+        (envelope("TopicDeleted", {"topic": "t"}, at=1700000000), "at"),
+        (envelope("TopicDeleted", {"topic": "t"}, event_id="x" * 201), "event_id"),
+        (envelope("TopicDeleted", {"topic": "t"}, group=None), "group"),
+        (envelope("TopicDeleted", {"topic": "t"}, colour="red"), "colour"),
+    ],
+)
+def test_malformed_events_name_the_field(raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(EventError) as caught:
+        parse_event(raw)
+    assert str(caught.value).split(": ")[0] == field
+
+
+def test_batch_errors_name_the_line() -> None:
+    good = json.dumps(SPEC_EXAMPLE)
+    bad = json.dumps(envelope("TopicChanged", {"topic": "t", "partitions": -2}))
+    with pytest.raises(EventError, match=r"^line 3: data\.partitions: "):
+        parse_event_lines([good, "", bad, good])
+    with pytest.raises(EventError, match=r"^line 2: not JSON"):
+        parse_event_lines([good, "{nope"])
+    assert len(parse_event_lines([good, "  ", good])) == 2
+
+
+def test_odd_but_well_formed_facts_are_accepted() -> None:
+    double = {"generation": 1, "strategy": "x", "assignment": {"a": [["t", 0]], "b": [["t", 0]]}}
+    assert parse_event(envelope("AssignmentCompleted", double)).type == "AssignmentCompleted"
+
+
+def test_time_keeps_its_zone_and_precision() -> None:
+    plus_one = timezone(timedelta(hours=1))
+    assert format_time(datetime(2026, 1, 1, 10, 0, 0, 123000, UTC)) == "2026-01-01T10:00:00.123Z"
+    assert format_time(datetime(2026, 1, 1, 10, tzinfo=UTC)) == "2026-01-01T10:00:00Z"
+    assert format_time(datetime(2026, 1, 1, 10, 0, 0, 5, plus_one)) == (
+        "2026-01-01T10:00:00.000005+01:00"
+    )
+    event = parse_event(envelope("TopicDeleted", {"topic": "t"}, at="2026-01-01T11:00:00+01:00"))
+    assert event.at == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    assert event.to_dict()["at"] == "2026-01-01T11:00:00+01:00"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    at=st.datetimes(
+        min_value=datetime(1971, 1, 1),
+        max_value=datetime(2200, 1, 1),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7, minutes=-30))]),
+    ),
+    members=st.dictionaries(
+        st.text(min_size=1, max_size=5),
+        st.lists(st.tuples(st.text(max_size=4), st.integers(0, 10_000)), max_size=4),
+        max_size=4,
+    ),
+)
+def test_any_valid_event_round_trips(at: datetime, members: dict[str, Any]) -> None:
+    raw = envelope(
+        "AssignmentCompleted",
+        {
+            "generation": 3,
+            "strategy": "sticky",
+            "assignment": {m: [list(tp) for tp in tps] for m, tps in members.items()},
+        },
+        at=format_time(at),
+    )
+    event = parse_event(json.loads(json.dumps(raw)))
+    assert event.at == at
+    assert event.to_dict() == raw
+
+
+def test_upcasting_hook_runs_on_read() -> None:
+    class _Renamed(EventData):
+        """A test type whose field ``name`` was called ``label`` in schema version 1."""
+
+        schema_version = 2
+        name: str
+
+        @classmethod
+        def upcast(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+            if version == 1:
+                data = {"name": data["label"]}
+            return super().upcast(data, version)
+
+    try:
+        old = envelope("_Renamed", {"label": "x"})
+        event = parse_event(old, schema_version=1)
+        assert event.data == _Renamed(name="x")
+        assert parse_event(envelope("_Renamed", {"name": "y"}), schema_version=2).data == (
+            _Renamed(name="y")
+        )
+        with pytest.raises(EventError, match="newer"):
+            parse_event(envelope("_Renamed", {"name": "y"}), schema_version=3)
+        with pytest.raises(EventError, match=r"data\.name"):
+            parse_event(old)  # today's shape is required of new input
+    finally:
+        del EVENT_TYPES["_Renamed"]

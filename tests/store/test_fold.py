@@ -1,0 +1,114 @@
+"""The fold: GroupState from events, and the next assignor request from it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kstore.assignors import AssignmentRequest
+from kstore.store import (
+    AssignmentCompleted,
+    Event,
+    GroupState,
+    MemberJoined,
+    MemberLeft,
+    MemberReplaced,
+    RebalanceStarted,
+    SubscriptionChanged,
+    TopicChanged,
+    TopicDeleted,
+    fold,
+)
+from tests.store.events_gen import make_event, streams
+
+
+def history() -> list[Event]:
+    datas = [
+        TopicChanged(topic="orders", partitions=3, racks=[["r1"], ["r2"], ["r1", "r2"]]),
+        TopicChanged(topic="payments", partitions=2),
+        MemberJoined(member_id="a", topics=["orders"], rack="r1"),
+        MemberJoined(member_id="b", topics=["orders", "payments"], instance_id="static-b"),
+        RebalanceStarted(generation=1, reason="join"),
+        AssignmentCompleted(
+            generation=1,
+            strategy="range",
+            leader="b",
+            assignment={"a": [("orders", 0), ("orders", 1)], "b": [("orders", 2), ("payments", 0)]},
+        ),
+        MemberReplaced(old_member_id="b", new_member_id="b2", instance_id="static-b"),
+        MemberJoined(member_id="c", topics=["payments"]),
+        RebalanceStarted(generation=2, reason="c joined"),
+    ]
+    return [make_event(d, i) for i, d in enumerate(datas)]
+
+
+def test_fold_of_a_history() -> None:
+    state = fold(history())
+    assert state.version == 9
+    assert list(state.members) == ["a", "b2", "c"]
+    assert state.members["b2"].instance_id == "static-b"
+    assert state.members["b2"].topics == ("orders", "payments")
+    assert state.topics == {"orders": 3, "payments": 2}
+    assert state.generation == 1 and state.strategy == "range" and state.leader == "b2"
+    assert state.assignment == {
+        "a": (("orders", 0), ("orders", 1)),
+        "b2": (("orders", 2), ("payments", 0)),
+    }
+    assert state.rebalance is not None and state.rebalance.generation == 2
+
+
+def test_to_request_carries_owned_and_generation() -> None:
+    request = fold(history()).to_request("sticky")
+    assert isinstance(request, AssignmentRequest)
+    assert request.strategy == "sticky"
+    assert list(request.members) == ["a", "b2", "c"]
+    assert request.members["a"].owned == [("orders", 0), ("orders", 1)]
+    assert request.members["a"].generation == 1 and request.members["a"].rack == "r1"
+    assert request.members["b2"].owned == [("orders", 2), ("payments", 0)]
+    assert request.members["b2"].instance_id == "static-b"
+    assert request.members["c"].owned == [] and request.members["c"].generation is None
+    assert request.partition_racks == {"orders": [["r1"], ["r2"], ["r1", "r2"]]}
+    assert request.topics == {"orders": 3, "payments": 2}
+
+
+def test_later_events_change_state() -> None:
+    more = [
+        SubscriptionChanged(member_id="a", topics=["payments"]),
+        MemberLeft(member_id="c", reason="session-timeout"),
+        TopicDeleted(topic="orders"),
+        AssignmentCompleted(generation=2, strategy="range", assignment={"a": [("payments", 1)]}),
+    ]
+    state = fold([make_event(d, 100 + i) for i, d in enumerate(more)], start=fold(history()))
+    assert state.version == 13
+    assert state.members["a"].topics == ("payments",) and state.members["a"].rack == "r1"
+    assert "c" not in state.members and "orders" not in state.topics
+    assert state.topic_racks == {}
+    assert state.rebalance is None and state.generation == 2
+    request = state.to_request("range")
+    assert request.members["b2"].owned == [] and request.members["b2"].generation is None
+
+
+def test_fold_does_not_change_its_start() -> None:
+    start = fold(history())
+    before = start.to_dict()
+    fold([make_event(MemberLeft(member_id="a", reason="leave"))], start=start)
+    assert start.to_dict() == before
+
+
+def test_a_stream_must_not_mix() -> None:
+    with pytest.raises(ValueError, match="not"):
+        fold([make_event(TopicDeleted(topic="t")), make_event(TopicDeleted(topic="t"), group="h")])
+
+
+@settings(max_examples=80, deadline=None)
+@given(events=streams(), cut=st.integers(0, 25))
+def test_fold_is_incremental_and_serialisable(events: list[Event], cut: int) -> None:
+    whole = fold(events)
+    head = fold(events[:cut])
+    resumed = fold(events[cut:], start=GroupState.from_dict(head.to_dict()))
+    assert resumed == whole
+    assert GroupState.from_dict(whole.to_dict()) == whole
+    assert whole.version == len(events)
+    request = whole.to_request("range")
+    assert list(request.members) == list(whole.members)
