@@ -1,0 +1,44 @@
+"""``server-range``: the group coordinator's ``RangeAssignor`` (KIP-848).
+
+Members are sorted as the client assignors sort them (static members by instance id
+first); each topic's subscribers then receive contiguous ranges in that order, the
+first ``partitions % subscribers`` one partition more. The coordinator's assignor does
+not read the members' current assignment nor racks, so neither does this one.
+
+Kafka picks a homogeneous or a heterogeneous code path from the subscribed topic
+*names* (missing topics included). Both paths give every existing topic's subscribers
+the same ranges, so the result does not depend on the path and none is chosen here.
+"""
+
+from __future__ import annotations
+
+from kstore.assignors._contract import AssignmentRequest, AssignmentResult
+from kstore.assignors._range_common import (
+    add_ranges,
+    java_sorted,
+    new_assignment,
+    ordered_members,
+    result,
+    topic_partitions,
+    topic_subscribers,
+)
+
+__all__ = ["SERVER_RANGE", "ServerRangeAssignor"]
+
+
+class ServerRangeAssignor:
+    """The coordinator-side range assignor; ignores owned partitions and racks."""
+
+    name = "server-range"
+
+    def assign(self, request: AssignmentRequest) -> AssignmentResult:
+        order = ordered_members(request)
+        subscribers = topic_subscribers(request, order)
+        assignment = new_assignment(request)
+        for topic in java_sorted(subscribers):
+            partitions = topic_partitions(topic, request.topics[topic])
+            add_ranges(assignment, order, partitions, subscribers[topic])
+        return result(assignment)
+
+
+SERVER_RANGE = ServerRangeAssignor()
