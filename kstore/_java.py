@@ -19,17 +19,20 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
 __all__ = [
-    "to_int32",
-    "string_hash",
-    "java_abs",
-    "to_positive",
-    "murmur2",
-    "topic_partition_hash",
-    "spread",
-    "table_capacity",
+    "collection_copy_capacity",
     "copy_capacity",
     "hash_order",
     "hash_order_by",
+    "java_abs",
+    "murmur2",
+    "spread",
+    "string_hash",
+    "string_order_key",
+    "table_capacity",
+    "to_int32",
+    "to_positive",
+    "topic_partition_hash",
+    "uuid_hash",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -161,3 +164,19 @@ def hash_order(keys: Sequence[str], capacity: int | None = None) -> list[str]:
     """Iteration order of a ``HashMap<String, ?>`` filled with ``keys`` in that order."""
     cap = capacity if capacity is not None else table_capacity(len(keys))
     return hash_order_by(keys, [string_hash(k) for k in keys], cap)
+
+
+def string_order_key(s: str) -> bytes:
+    """Sort key giving ``String.compareTo`` order (UTF-16 code units, not code points)."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def uuid_hash(most_significant: int, least_significant: int) -> int:
+    """``org.apache.kafka.common.Uuid.hashCode`` for the two 64-bit halves."""
+    hilo = (most_significant ^ least_significant) & 0xFFFFFFFFFFFFFFFF
+    return to_int32((hilo >> 32) ^ hilo)
+
+
+def collection_copy_capacity(size: int) -> int:
+    """Table size of ``new HashSet<>(collection)``: as ``copy_capacity`` but at least 16."""
+    return max(copy_capacity(size), 16)
