@@ -22,14 +22,14 @@ from kstore.assignors._contract import (
 )
 
 __all__ = [
-    "java_string_key",
-    "java_sorted",
-    "ordered_members",
-    "topic_subscribers",
-    "topic_partitions",
     "add_ranges",
+    "java_sorted",
+    "java_string_key",
     "new_assignment",
+    "ordered_members",
     "result",
+    "topic_partitions",
+    "topic_subscribers",
 ]
 
 
