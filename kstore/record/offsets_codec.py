@@ -29,43 +29,43 @@ from kstore._errors import KstoreError
 from kstore.record._kafka_bytes import BytesError, Reader
 
 __all__ = [
-    "OffsetsDecodeError",
-    "OffsetCommitKey",
-    "GroupMetadataKey",
-    "ConsumerGroupMetadataKey",
-    "ConsumerGroupPartitionMetadataKey",
-    "ConsumerGroupMemberMetadataKey",
-    "ConsumerGroupTargetAssignmentMetadataKey",
-    "ConsumerGroupTargetAssignmentMemberKey",
-    "ConsumerGroupCurrentMemberAssignmentKey",
-    "OtherKey",
-    "RecordKey",
-    "OffsetCommitValue",
-    "TopicPartitions",
-    "StickyUserData",
-    "CooperativeUserData",
-    "Subscription",
     "Assignment",
-    "MemberMetadata",
-    "GroupMetadataValue",
-    "ConsumerGroupMetadataValue",
-    "PartitionRacks",
-    "TopicMetadata",
-    "ConsumerGroupPartitionMetadataValue",
-    "ConsumerGroupMemberMetadataValue",
-    "ConsumerGroupTargetAssignmentMetadataValue",
-    "TopicIdPartitions",
-    "ConsumerGroupTargetAssignmentMemberValue",
+    "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
-    "RecordValue",
+    "ConsumerGroupMemberMetadataKey",
+    "ConsumerGroupMemberMetadataValue",
+    "ConsumerGroupMetadataKey",
+    "ConsumerGroupMetadataValue",
+    "ConsumerGroupPartitionMetadataKey",
+    "ConsumerGroupPartitionMetadataValue",
+    "ConsumerGroupTargetAssignmentMemberKey",
+    "ConsumerGroupTargetAssignmentMemberValue",
+    "ConsumerGroupTargetAssignmentMetadataKey",
+    "ConsumerGroupTargetAssignmentMetadataValue",
+    "CooperativeUserData",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MemberMetadata",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "OffsetsDecodeError",
     "OffsetsRecord",
-    "decode_key",
-    "decode_value",
-    "decode_record",
-    "decode_subscription",
+    "OtherKey",
+    "PartitionRacks",
+    "RecordKey",
+    "RecordValue",
+    "StickyUserData",
+    "Subscription",
+    "TopicIdPartitions",
+    "TopicMetadata",
+    "TopicPartitions",
     "decode_assignment",
-    "decode_sticky_user_data",
     "decode_cooperative_user_data",
+    "decode_key",
+    "decode_record",
+    "decode_sticky_user_data",
+    "decode_subscription",
+    "decode_value",
 ]
 
 
@@ -79,7 +79,7 @@ class OffsetsDecodeError(KstoreError):
         self.reason = reason
 
 
-# -- keys ------------------------------------------------------------------------------
+# -- keys ----------
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ RecordKey = (
     | OtherKey
 )
 
-# -- classic values --------------------------------------------------------------------
+# -- classic values ----------
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...]
 
 
-# -- KIP-848 values --------------------------------------------------------------------
+# -- KIP-848 values ----------
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ class OffsetsRecord:
         return self.value is None and not isinstance(self.key, OtherKey)
 
 
-# -- shared pieces -----------------------------------------------------------------------
+# -- shared pieces ----------
 
 
 def _partition_ids(reader: Reader, field: str, *, compact: bool = False) -> tuple[int, ...]:
@@ -358,6 +358,14 @@ def _topic_id_partitions(reader: Reader, field: str) -> tuple[TopicIdPartitions,
     return reader.array(field, one, compact=True)
 
 
+def _non_negative(reader: Reader, field: str) -> int:
+    """An int32 generation or epoch: Kafka never stores a negative one."""
+    value = reader.int32(field)
+    if value < 0:
+        raise reader.fail(field, f"negative value {value}")
+    return value
+
+
 def _value_version(reader: Reader, valid: range) -> int:
     version = reader.int16("version")
     if version not in valid:
@@ -365,7 +373,7 @@ def _value_version(reader: Reader, valid: range) -> int:
     return version
 
 
-# -- consumer protocol ---------------------------------------------------------------------
+# -- consumer protocol ----------
 
 _CONSUMER_PROTOCOL_LATEST = 3
 
@@ -421,7 +429,7 @@ _USER_DATA_DECODERS: dict[str, Callable[[bytes, str], StickyUserData | Cooperati
 }
 
 
-# -- classic group metadata --------------------------------------------------------------------
+# -- classic group metadata ----------
 
 
 def _member(reader: Reader, version: int, decode_protocol: str | None) -> MemberMetadata:
@@ -468,7 +476,7 @@ def _group_metadata_value(reader: Reader) -> GroupMetadataValue:
     version = _value_version(reader, range(5))
     flexible = version >= 4
     protocol_type = reader.string("protocol_type", compact=flexible)
-    generation = reader.int32("generation")
+    generation = _non_negative(reader, "generation")
     protocol = reader.nullable_string("protocol", compact=flexible)
     leader = reader.nullable_string("leader", compact=flexible)
     timestamp = reader.int64("current_state_timestamp") if version >= 2 else -1
@@ -507,7 +515,7 @@ def _offset_commit_value(reader: Reader) -> OffsetCommitValue:
 
 def _consumer_group_metadata_value(reader: Reader) -> ConsumerGroupMetadataValue:
     _value_version(reader, range(1))
-    epoch = reader.int32("epoch")
+    epoch = _non_negative(reader, "epoch")
     reader.tagged_fields()
     return ConsumerGroupMetadataValue(epoch)
 
@@ -563,7 +571,7 @@ def _target_assignment_metadata_value(
     reader: Reader,
 ) -> ConsumerGroupTargetAssignmentMetadataValue:
     _value_version(reader, range(1))
-    epoch = reader.int32("assignment_epoch")
+    epoch = _non_negative(reader, "assignment_epoch")
     reader.tagged_fields()
     return ConsumerGroupTargetAssignmentMetadataValue(epoch)
 
@@ -588,7 +596,7 @@ def _current_assignment_value(reader: Reader) -> ConsumerGroupCurrentMemberAssig
     return value
 
 
-# -- records ---------------------------------------------------------------------------------
+# -- records ----------
 
 
 def _read_key(reader: Reader) -> RecordKey:
