@@ -1,0 +1,1 @@
+"""kstore's benchmarks: ``python -m benchmarks [NAME ...] [--quick]`` (``make bench``)."""

@@ -1,0 +1,55 @@
+"""``python -m benchmarks assignors --quick`` runs and compares kstore with kafka-python."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kstore.assignors import get_assignor
+
+ROOT = Path(__file__).resolve().parent.parent
+KAFKA_PYTHON_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+def _built(strategy: str) -> bool:
+    try:
+        get_assignor(strategy)
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def _cells(line: str, separator: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip(separator).split(separator)]
+
+
+@pytest.mark.slow
+def test_quick_assignor_benchmark_prints_ratios() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "assignors", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    lines = done.stdout.splitlines()
+    header = _cells(next(line for line in lines if line.startswith("┃")), "┃")
+    assert "ratio" in header and "same result" in header
+    rows = [_cells(line, "│") for line in lines if line.startswith("│")]
+    by_key = {(row[0], row[1]): dict(zip(header, row, strict=True)) for row in rows if row[0]}
+    assert {case for case, _ in by_key} == {"S", "M", "D'"}
+
+    compared = [s for s in KAFKA_PYTHON_STRATEGIES if _built(s)]
+    assert compared, "no kstore strategy that kafka-python also has is built"
+    for strategy in compared:
+        row = by_key[("S", strategy)]
+        assert re.fullmatch(r"[\d,.]+×", row["ratio"]), row
+        assert row["same result"] in ("identical", "differs"), row
