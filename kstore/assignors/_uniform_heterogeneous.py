@@ -17,7 +17,7 @@ index, i.e. by ``memberIds()`` order.
 
 from __future__ import annotations
 
-from kstore.assignors._uniform_model import TopicPartitions, UniformGroup
+from kstore.assignors._uniform_model import UniformGroup
 
 __all__ = ["assign_heterogeneous"]
 
@@ -112,16 +112,18 @@ class _Loads:
 class _Builder:
     def __init__(self, group: UniformGroup) -> None:
         self.counts = group.partition_counts
+        self.offsets = group.offsets
+        subscriptions = [group.subscribed(m) for m in range(len(group.member_ids))]
         self.subscribers: dict[int, list[int]] = {}
-        for index, topics in enumerate(group.subscriptions):
+        for index, topics in enumerate(subscriptions):
             for topic_id in topics:
                 self.subscribers.setdefault(topic_id, []).append(index)
         self.loads = [0] * len(group.member_ids)
         self.owners = {t: [-1] * self.counts[t] for t in self.subscribers}
         # A member keeps its current partitions of the topics it still subscribes to.
-        for index, (mine, topics) in enumerate(zip(group.owned, group.subscriptions, strict=True)):
+        for index, (slots, topics) in enumerate(zip(group.owned, subscriptions, strict=True)):
             subscribed = set(topics)
-            for topic_id, parts in mine.items():
+            for topic_id, parts in group.by_topic(slots).items():
                 if topic_id in subscribed:
                     self.loads[index] += len(parts)
                     topic_owners = self.owners[topic_id]
@@ -192,16 +194,17 @@ class _Builder:
             moved += 1
         return moved
 
-    def result(self, members: int) -> list[TopicPartitions]:
-        assignment: list[TopicPartitions] = [{} for _ in range(members)]
+    def result(self, members: int) -> list[list[int]]:
+        assignment: list[list[int]] = [[] for _ in range(members)]
         for topic_id, owners in self.owners.items():
+            base = self.offsets[topic_id]
             for partition, owner in enumerate(owners):
-                assignment[owner].setdefault(topic_id, []).append(partition)
+                assignment[owner].append(base + partition)
         return assignment
 
 
-def assign_heterogeneous(group: UniformGroup) -> list[TopicPartitions]:
-    """Each member's new assignment (indexes as in ``group.member_ids``)."""
+def assign_heterogeneous(group: UniformGroup) -> list[list[int]]:
+    """Each member's new slots (indexes as in ``group.member_ids``)."""
     builder = _Builder(group)
     if builder.subscribers:
         builder.hand_out_free()

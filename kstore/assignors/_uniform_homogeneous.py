@@ -13,13 +13,12 @@ order and a topic's partitions in ``HashSet<Integer>`` order.
 
 from __future__ import annotations
 
+from itertools import filterfalse
+
 from kstore._java import collection_copy_capacity, hash_order_by, table_capacity
-from kstore.assignors._uniform_model import TopicPartitions, UniformGroup, topic_hash
+from kstore.assignors._uniform_model import UniformGroup, topic_hash
 
 __all__ = ["assign_homogeneous"]
-
-_Run = tuple[int, list[int]]
-"""Free partitions of one topic, in the order they are dealt: (topic id, partitions)."""
 
 
 def _topic_order(topics: list[int], capacity: int) -> list[int]:
@@ -35,66 +34,73 @@ def _partition_order(partitions: list[int]) -> list[int]:
     return hash_order_by(partitions, partitions, capacity)
 
 
-def _never_owned(group: UniformGroup, topics: list[int]) -> list[_Run]:
-    owned_by_topic: dict[int, set[int]] = {}
-    for mine in group.owned:
-        for topic_id, parts in mine.items():
-            owned_by_topic.setdefault(topic_id, set()).update(parts)
-    runs: list[_Run] = []
-    for topic_id in topics:
-        count = group.partition_counts[topic_id]
-        taken = owned_by_topic.get(topic_id)
-        free = list(range(count)) if taken is None else sorted(set(range(count)).difference(taken))
-        if free:
-            runs.append((topic_id, free))
+def _never_owned(group: UniformGroup, topics: list[int]) -> list[list[int]]:
+    """Slots nobody owns, topic by topic in ``topics`` order, ascending within a topic."""
+    claimed: set[int] = set()
+    for slots in group.owned:
+        claimed.update(slots)
+    runs = []
+    for topic in topics:
+        start = group.offsets[topic]
+        free = range(start, start + group.partition_counts[topic])
+        runs.append(list(filterfalse(claimed.__contains__, free)) if claimed else list(free))
     return runs
 
 
 def _keep_up_to_quota(
-    mine: TopicPartitions, subscribed: set[int], quota: int, revoked: list[_Run]
-) -> tuple[TopicPartitions, int]:
-    """What a member keeps of ``mine``, and its quota left; appends what it gives up."""
-    kept: TopicPartitions = {}
-    if sum(len(parts) for t, parts in mine.items() if t in subscribed) <= quota:
-        for topic_id, parts in mine.items():
-            if topic_id in subscribed:
-                kept[topic_id] = list(parts)
-                quota -= len(parts)
-        return kept, quota
-    for topic_id in _topic_order(list(mine), table_capacity(len(mine))):
-        if topic_id not in subscribed:
+    group: UniformGroup,
+    slots: list[int],
+    subscribed: set[int],
+    quota: int,
+    revoked: list[list[int]],
+) -> tuple[list[int], int]:
+    """What a member keeps of ``slots`` and its quota left; appends what it gives up."""
+    mine = group.by_topic(slots)
+    offsets = group.offsets
+    kept: list[int] = []
+    if sum(len(parts) for t, parts in mine.items() if t in subscribed) > quota:
+        # Walk the member's HashMap<Uuid, HashSet<Integer>> (topics inserted ascending).
+        topics = _topic_order(list(mine), table_capacity(len(mine)))
+    else:
+        topics = list(mine)
+    for topic in topics:
+        if topic not in subscribed:
             continue
-        parts = mine[topic_id]
+        parts = mine[topic]
+        base = offsets[topic]
         if len(parts) <= quota:
-            kept[topic_id] = list(parts)
+            kept.extend([base + p for p in parts])
             quota -= len(parts)
             continue
-        ordered = _partition_order(parts)
-        if quota:
-            kept[topic_id] = ordered[:quota]
-        revoked.append((topic_id, ordered[quota:]))
+        ordered = [base + p for p in _partition_order(parts)]
+        kept.extend(ordered[:quota])
+        revoked.append(ordered[quota:])
         quota = 0
     return kept, quota
 
 
-def assign_homogeneous(group: UniformGroup) -> list[TopicPartitions]:
-    """Each member's new assignment (indexes as in ``group.member_ids``)."""
+def assign_homogeneous(group: UniformGroup) -> list[list[int]]:
+    """Each member's new slots (indexes as in ``group.member_ids``)."""
     members = len(group.member_ids)
-    first = group.subscriptions[0]
+    first = group.subscribed(0)
     if not first:
-        return [{} for _ in range(members)]
+        return [[] for _ in range(members)]
     # The builder copies the first member's subscription into a new HashSet<Uuid>.
     topics = _topic_order(first, collection_copy_capacity(len(first)))
     subscribed = set(topics)
+    every_topic = len(subscribed) == len(group.topic_names)
     total = sum(group.partition_counts[t] for t in topics)
     base, extra = divmod(total, members)
 
     runs = _never_owned(group, topics)
-    assignment: list[TopicPartitions] = []
+    assignment: list[list[int]] = []
     unfilled: list[tuple[int, int]] = []
-    for index, mine in enumerate(group.owned):
+    for index, slots in enumerate(group.owned):
         quota = base + 1 if index < extra else base
-        kept, left = _keep_up_to_quota(mine, subscribed, quota, runs)
+        if every_topic and len(slots) <= quota:
+            kept, left = list(slots), quota - len(slots)
+        else:
+            kept, left = _keep_up_to_quota(group, slots, subscribed, quota, runs)
         assignment.append(kept)
         if left:
             unfilled.append((index, left))
@@ -105,12 +111,12 @@ def assign_homogeneous(group: UniformGroup) -> list[TopicPartitions]:
     for index, left in unfilled:
         mine = assignment[index]
         while left:
-            topic_id, parts = runs[run_index]
-            chunk = parts[position : position + left]
-            mine.setdefault(topic_id, []).extend(chunk)
+            run = runs[run_index]
+            chunk = run[position : position + left]
+            mine.extend(chunk)
             left -= len(chunk)
             position += len(chunk)
-            if position == len(parts):
+            if position == len(run):
                 run_index += 1
                 position = 0
     return assignment

@@ -3,11 +3,14 @@
 Topics become integer ids ``0..T-1`` in ``String`` order of their names; id ``k`` stands
 for the ``Uuid(0, k + 1)`` of the oracle's mapping, whose ``hashCode`` is ``k + 1``.
 Members become integer indexes in ``GroupSpec.memberIds()`` order, i.e. the iteration
-order of a ``HashMap<String, …>`` filled in request order.
+order of a ``HashMap<String, …>`` filled in request order. A partition is a single
+integer, its *slot*: the topic's offset plus the partition number, so slots follow
+(topic id, partition) order and a member's partitions are a plain list of ints.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from kstore._java import hash_order, string_order_key, uuid_hash
@@ -16,7 +19,7 @@ from kstore.assignors._contract import AssignmentRequest, AssignmentResult, Topi
 __all__ = ["TopicPartitions", "UniformGroup", "build_group", "to_result", "topic_hash"]
 
 TopicPartitions = dict[int, list[int]]
-"""Topic id -> partition numbers (a member's assignment)."""
+"""Topic id -> partition numbers."""
 
 _NO_GENERATION = -1
 
@@ -32,109 +35,123 @@ class UniformGroup:
 
     topic_names: list[str]
     """Name of each topic id."""
+    topic_ids: dict[str, int]
+    """Topic id of each name."""
     partition_counts: list[int]
     """Partition count of each topic id."""
+    offsets: list[int]
+    """Slot of partition 0 of each topic id."""
     member_ids: list[str]
     """Member ids in ``memberIds()`` iteration order; a member's index is its position."""
-    subscriptions: list[list[int]]
-    """Per member: subscribed topic ids that exist, in the request's order."""
-    owned: list[TopicPartitions]
-    """Per member: current assignment, partitions ascending, topics in first-owned order.
+    member_topics: list[list[str]]
+    """Per member: subscribed topic names as the request lists them (missing ones too)."""
+    owned: list[list[int]]
+    """Per member: slots of its current assignment, ascending.
 
     Only existing partitions, and only those left after settling claims by generation.
     """
     homogeneous: bool
     """``SubscriptionType.HOMOGENEOUS``: every member lists the same topic names."""
 
+    def subscribed(self, member: int) -> list[int]:
+        """Topic ids the member subscribes to that exist, in the request's order."""
+        ids = self.topic_ids
+        return [ids[name] for name in self.member_topics[member] if name in ids]
+
+    def by_topic(self, slots: list[int]) -> TopicPartitions:
+        """Ascending ``slots`` grouped as topic id -> partition numbers (topics ascending)."""
+        offsets = self.offsets
+        grouped: TopicPartitions = {}
+        end = -1
+        parts: list[int] = []
+        base = 0
+        for slot in slots:
+            if slot >= end:
+                topic = bisect_right(offsets, slot) - 1
+                base = offsets[topic]
+                end = base + self.partition_counts[topic]
+                parts = grouped[topic] = []
+            parts.append(slot - base)
+        return grouped
+
 
 def _is_homogeneous(request: AssignmentRequest) -> bool:
     # ModernGroup.subscriptionType counts names, including topics that do not exist.
-    subscriptions = [frozenset(sub.topics) for sub in request.members.values()]
-    return all(s == subscriptions[0] for s in subscriptions)
+    subscriptions = [sub.topics for sub in request.members.values()]
+    first = subscriptions[0]
+    first_set = set(first)
+    return all(s == first or set(s) == first_set for s in subscriptions)
 
 
 def build_group(request: AssignmentRequest) -> UniformGroup:
     """Map a normalised request onto the assignor's view of the group."""
     names = sorted(request.topics, key=string_order_key)
-    topic_ids = {name: k for k, name in enumerate(names)}
     counts = [request.topics[name] for name in names]
     offsets = [0] * len(names)
     for k in range(1, len(names)):
         offsets[k] = offsets[k - 1] + counts[k - 1]
+    offset_of = dict(zip(names, offsets, strict=True))
 
     member_ids = hash_order(list(request.members))
     specs = [request.members[m] for m in member_ids]
+    owned = [sorted([offset_of[t] + p for t, p in spec.owned]) for spec in specs]
 
-    # A partition claimed by several members stays with the strictly highest generation
-    # and is dropped from every claimant on a tie (the contract's rule).
-    claimant = [-1] * (offsets[-1] + counts[-1] if names else 0)
-    contested: dict[tuple[int, int], list[int]] = {}
-    owned: list[TopicPartitions] = []
-    for index, spec in enumerate(specs):
-        mine: TopicPartitions = {}
-        for topic, partition in spec.owned:
-            topic_id = topic_ids[topic]
-            slot = offsets[topic_id] + partition
-            previous = claimant[slot]
-            if previous == -1:
-                claimant[slot] = index
-            else:
-                contested.setdefault((topic_id, partition), [previous]).append(index)
-            parts = mine.get(topic_id)
-            if parts is None:
-                mine[topic_id] = [partition]
-            else:
-                parts.append(partition)
-        owned.append(mine)
-    if contested:
+    claimed: set[int] = set()
+    for slots in owned:
+        claimed.update(slots)
+    if len(claimed) < sum(map(len, owned)):
         generations = [_NO_GENERATION if s.generation is None else s.generation for s in specs]
-        _settle_claims(contested, generations, owned)
-    for mine in owned:
-        for parts in mine.values():
-            parts.sort()
-        for topic_id in [t for t, parts in mine.items() if not parts]:
-            del mine[topic_id]
+        _settle_claims(owned, generations)
 
-    subscriptions = [[topic_ids[t] for t in spec.topics if t in topic_ids] for spec in specs]
     return UniformGroup(
         topic_names=names,
+        topic_ids={name: k for k, name in enumerate(names)},
         partition_counts=counts,
+        offsets=offsets,
         member_ids=member_ids,
-        subscriptions=subscriptions,
+        member_topics=[spec.topics for spec in specs],
         owned=owned,
-        homogeneous=_is_homogeneous(request),
+        homogeneous=bool(specs) and _is_homogeneous(request),
     )
 
 
-def _settle_claims(
-    contested: dict[tuple[int, int], list[int]],
-    generations: list[int],
-    owned: list[TopicPartitions],
-) -> None:
-    for (topic_id, partition), claimants in contested.items():
-        top = max(generations[m] for m in claimants)
-        winners = [m for m in claimants if generations[m] == top]
-        keeper = winners[0] if len(winners) == 1 else -1
-        for member in claimants:
-            if member != keeper:
-                owned[member][topic_id].remove(partition)
+def _settle_claims(owned: list[list[int]], generations: list[int]) -> None:
+    """A slot claimed by several members stays with the strictly highest generation and
+    is dropped by every claimant on a tie (the contract's rule)."""
+    claimants: dict[int, list[int]] = {}
+    for member, slots in enumerate(owned):
+        for slot in slots:
+            claimants.setdefault(slot, []).append(member)
+    losers: dict[int, set[int]] = {}
+    for slot, members in claimants.items():
+        if len(members) == 1:
+            continue
+        top = max(generations[m] for m in members)
+        winners = [m for m in members if generations[m] == top]
+        for member in members:
+            if len(winners) > 1 or member != winners[0]:
+                losers.setdefault(member, set()).add(slot)
+    for member, lost in losers.items():
+        owned[member] = [slot for slot in owned[member] if slot not in lost]
 
 
 def to_result(
-    group: UniformGroup, request: AssignmentRequest, assignment: list[TopicPartitions]
+    group: UniformGroup, request: AssignmentRequest, assignment: list[list[int]]
 ) -> AssignmentResult:
-    """The contract's result: every member in request order, lists sorted by topic, partition."""
+    """The contract's result from each member's slots: every member in request order,
+    each list sorted by topic name, then partition."""
     names = group.topic_names
-    by_name = sorted(range(len(names)), key=names.__getitem__)
-    rank = [0] * len(names)
-    for position, topic_id in enumerate(by_name):
-        rank[topic_id] = position
+    table: list[TopicPartition] = []
+    for name, count in zip(names, group.partition_counts, strict=True):
+        table.extend([(name, p) for p in range(count)])
+    # Slots follow Java String order of names; Python's order differs only for some
+    # characters beyond U+FFFF.
+    python_order = names == sorted(names)
     result: dict[str, list[TopicPartition]] = {}
-    for member_id, mine in zip(group.member_ids, assignment, strict=True):
-        tps: list[TopicPartition] = []
-        for topic_id in sorted(mine, key=rank.__getitem__):
-            name = names[topic_id]
-            tps.extend([(name, p) for p in sorted(mine[topic_id])])
+    for member_id, slots in zip(group.member_ids, assignment, strict=True):
+        tps = list(map(table.__getitem__, sorted(slots)))
+        if not python_order:
+            tps.sort()
         result[member_id] = tps
     ordered = {member_id: result[member_id] for member_id in request.members}
     return AssignmentResult.model_construct(assignment=ordered, warnings=[])
