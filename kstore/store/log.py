@@ -1,0 +1,625 @@
+"""The store: an append-only log of events in a DuckDB file, and what is derived from it.
+
+Every access is a short window: take the side lock (``_lock``), open the file through
+SQLAlchemy (``NullPool``, so closing really closes), check the schema revision, work,
+close, let go. Writes run in one DuckDB transaction per append, so a batch, its
+projection rows, its stream heads and snapshots are stored together or not at all, even
+when the process is killed halfway. Bulk rows go in as Arrow tables.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from kstore._errors import KstoreError, UsageError
+from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
+from kstore.store.events import Event, StreamId, parse_event
+from kstore.store.fold import GroupState
+from kstore.store.projections import (
+    Projector,
+    StreamHead,
+)
+from kstore.store.schema import HEAD, PROJECTIONS, REVISIONS, SNAPSHOTS
+
+__all__ = [
+    "SNAPSHOT_EVERY",
+    "AppendResult",
+    "ConcurrencyError",
+    "SchemaError",
+    "Store",
+    "StoredEvent",
+    "StreamInfo",
+]
+
+SNAPSHOT_EVERY = 100
+"""A stream gets a snapshot once it has moved this many versions past its last one."""
+
+_READ_PAGE = 5000
+_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+_STREAM_COLUMNS = ("cluster", "group_id", "timeline")
+_EVENT_COLUMNS: tuple[str, ...] = ("position", "event_id", *_STREAM_COLUMNS, "version", "type")
+_EVENT_COLUMNS += ("at", "at_offset_s", "schema_version", "data")
+_HEAD_COLUMNS: tuple[str, ...] = (*_STREAM_COLUMNS, "version", "first_at", "last_at")
+_HEAD_COLUMNS += ("generation", "last_position")
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "position": pa.int64(),
+    "last_position": pa.int64(),
+    "version": pa.int32(),
+    "generation": pa.int32(),
+    "partition": pa.int32(),
+    "at_offset_s": pa.int32(),
+    "schema_version": pa.int16(),
+    "at": pa.timestamp("us"),
+    "first_at": pa.timestamp("us"),
+    "last_at": pa.timestamp("us"),
+}
+
+
+class SchemaError(KstoreError):
+    """No store, or a store whose schema revision this code cannot use as it is."""
+
+
+class ConcurrencyError(KstoreError):
+    """A stream moved past the version an append expected; nothing was stored."""
+
+    exit_code = 4
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the log holds it: with its global position and stream version."""
+
+    position: int
+    version: int
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    stored: int
+    already: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    stream: StreamId
+    events: int
+    first_at: datetime
+    last_at: datetime
+    generation: int | None
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'
+
+
+def _cols(names: Iterable[str]) -> str:
+    return ", ".join(_q(n) for n in names)
+
+
+def _utc(at: datetime) -> tuple[datetime, int]:
+    offset = at.utcoffset()
+    seconds = int(offset.total_seconds()) if offset is not None else 0
+    return at.astimezone(UTC).replace(tzinfo=None), seconds
+
+
+def _aware(at_utc: datetime, offset_s: int) -> datetime:
+    zone = UTC if offset_s == 0 else timezone(timedelta(seconds=offset_s))
+    return at_utc.replace(tzinfo=UTC).astimezone(zone)
+
+
+def _arrow(columns: Mapping[str, list[Any]]) -> pa.Table:
+    return pa.table(
+        {name: pa.array(values, type=_ARROW_TYPES.get(name)) for name, values in columns.items()}
+    )
+
+
+def _stored(row: Sequence[Any]) -> StoredEvent:
+    position, event_id, cluster, group, timeline, version, kind, at, offset, schema, data = row
+    raw = {
+        "event_id": event_id,
+        "cluster": cluster,
+        "group": group,
+        "timeline": timeline,
+        "type": kind,
+        "at": _aware(at, offset),
+        "data": json.loads(data),
+    }
+    return StoredEvent(position, version, parse_event(raw, schema_version=schema))
+
+
+class _Conn:
+    """The DuckDB connection under a SQLAlchemy connection: bulk SQL and Arrow."""
+
+    def __init__(self, connection: sa.Connection) -> None:
+        self.sa = connection
+        self._db: Any = connection.connection.driver_connection
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._db.execute(sql, list(params)).fetchall()
+        return rows
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._db.execute(sql, list(params))
+
+    @contextmanager
+    def registered(self, name: str, data: pa.Table) -> Iterator[None]:
+        """``data`` visible to SQL as the view ``name`` for the block."""
+        self._db.register(name, data)
+        try:
+            yield
+        finally:
+            self._db.unregister(name)
+
+    def insert(self, table: str, data: pa.Table, verb: str = "INSERT") -> None:
+        if data.num_rows == 0:
+            return
+        names = _cols(data.column_names)
+        with self.registered("_kstore_batch", data):
+            self.run(f"{verb} INTO {table} ({names}) SELECT {names} FROM _kstore_batch")
+
+
+def _stream_where(stream: StreamId) -> tuple[str, list[Any]]:
+    return "cluster = ? AND group_id = ? AND timeline = ?", list(stream)
+
+
+class Store:
+    """The log in the DuckDB file at ``path``; safe to use from several processes."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._url = f"duckdb:///{self.path}"
+        # Stream heads this process wrote or loaded; used only while the stream's version
+        # in the store still matches.
+        self._heads: dict[StreamId, StreamHead] = {}
+
+    # --- windows ------------------------------------------------------------------------
+
+    @contextmanager
+    def _window(self, *, write: bool, check: bool = True) -> Iterator[_Conn]:
+        if check and not self.path.exists():
+            raise SchemaError(
+                f"{self.path}: no store here; create it with `kstore --store {self.path} init`"
+            )
+        with store_lock(self.path, exclusive=write):
+            engine = sa.create_engine(
+                self._url, poolclass=NullPool, connect_args={"read_only": not write}
+            )
+            try:
+                with self._connect(engine) as connection:
+                    conn = _Conn(connection)
+                    if check:
+                        self._check_schema(conn)
+                    if write:
+                        with connection.begin():
+                            yield conn
+                    else:
+                        yield conn
+            finally:
+                engine.dispose()
+
+    def _connect(self, engine: sa.Engine) -> sa.Connection:
+        # Another program (not kstore) may hold DuckDB's own lock: wait for it too.
+        deadline = time.monotonic() + lock_timeout()
+        while True:
+            try:
+                return engine.connect()
+            except sa.exc.DBAPIError as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"{self.path}: held by another process: {exc.orig}"
+                    ) from None
+                time.sleep(0.05)
+
+    def _revision(self, conn: _Conn) -> str | None:
+        found = conn.rows(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
+        )
+        if not found[0][0]:
+            return None
+        rows = conn.rows("SELECT version_num FROM alembic_version")
+        return str(rows[0][0]) if rows else None
+
+    def _check_schema(self, conn: _Conn) -> None:
+        revision = self._revision(conn)
+        if revision == HEAD:
+            return
+        if revision is None:
+            raise SchemaError(
+                f"{self.path}: not a kstore store (no schema); "
+                f"create it with `kstore --store {self.path} init`"
+            )
+        if revision in REVISIONS:
+            raise SchemaError(
+                f"{self.path}: the store's schema ({revision}) is older than this kstore's "
+                f"({HEAD}); upgrade it with `kstore --store {self.path} init`"
+            )
+        raise SchemaError(
+            f"{self.path}: the store's schema ({revision}) is newer than this kstore knows "
+            f"(newest: {HEAD}); use a newer kstore"
+        )
+
+    # --- schema -------------------------------------------------------------------------
+
+    def revision(self) -> str | None:
+        """The store's schema revision (``None``: no store or no schema yet)."""
+        if not self.path.exists():
+            return None
+        with self._window(write=False, check=False) as conn:
+            return self._revision(conn)
+
+    def init(self) -> tuple[str | None, str]:
+        """Create the store or upgrade it to the newest schema: (revision before, after).
+
+        After an upgrade the projections are rebuilt, as a migration may add or change
+        derived tables that only the log can fill.
+        """
+        return self.migrate(HEAD)
+
+    def migrate(self, target: str) -> tuple[str | None, str]:
+        """Upgrade or downgrade the schema to revision ``target`` (``base``: none)."""
+        from alembic import command
+        from alembic.config import Config
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._window(write=True, check=False) as conn:
+            before = self._revision(conn)
+            if before is not None and before not in REVISIONS:
+                self._check_schema(conn)  # raises: newer than this code
+            config = Config()
+            config.set_main_option("script_location", str(_MIGRATIONS))
+            config.attributes["connection"] = conn.sa
+            order = {None: -1, "base": -1} | {r: i for i, r in enumerate(REVISIONS)}
+            if target not in order:
+                raise UsageError(f"unknown schema revision {target!r}")
+            if order[target] > order[before]:
+                command.upgrade(config, target)
+            elif order[target] < order[before]:
+                command.downgrade(config, target)
+            if before is not None and before != target and target == HEAD:
+                self._rebuild(conn)
+        self._heads.clear()
+        return before, target
+
+    # --- writing ------------------------------------------------------------------------
+
+    def append(
+        self,
+        events: Iterable[Event],
+        expected_version: int | Mapping[StreamId, int] | None = None,
+    ) -> AppendResult:
+        """Store a batch atomically; events whose ``event_id`` is stored already are skipped.
+
+        ``expected_version`` (per stream, or one number for a one-stream batch) is the
+        version each stream must be at; if one has moved on, ``ConcurrencyError`` and
+        nothing is stored.
+        """
+        unique: dict[str, Event] = {}
+        for event in events:
+            unique.setdefault(event.event_id, event)
+        if not unique:
+            return AppendResult(0, 0)
+        with self._window(write=True) as conn:
+            with conn.registered("_kstore_ids", pa.table({"event_id": list(unique)})):
+                present = conn.rows(
+                    "SELECT event_id FROM kstore_events JOIN _kstore_ids USING (event_id)"
+                )
+            for (event_id,) in present:
+                del unique[event_id]
+            if unique:
+                heads = self._write_batch(conn, list(unique.values()), expected_version)
+        if unique:
+            self._heads.update(heads)
+        return AppendResult(len(unique), len(present))
+
+    def _write_batch(
+        self,
+        conn: _Conn,
+        batch: list[Event],
+        expected: int | Mapping[StreamId, int] | None,
+    ) -> dict[StreamId, StreamHead]:
+        streams = list(dict.fromkeys(event.stream for event in batch))
+        if isinstance(expected, int):
+            if len(streams) != 1:
+                raise UsageError("an expected version needs a batch of one stream")
+            expected = {streams[0]: expected}
+        versions = self._versions(conn, streams)
+        for stream, want in (expected or {}).items():
+            have = versions.get(stream, (0, 0))[0]
+            if stream in streams and have != want:
+                raise ConcurrencyError(
+                    f"stream {stream} is at version {have}, not {want} as expected; nothing stored"
+                )
+        position = conn.rows("SELECT coalesce(max(last_position), 0) FROM kstore_streams")[0][0]
+        heads = {s: self._head(conn, s, versions.get(s, (0, 0))[0]).copy() for s in streams}
+        projector = Projector()
+        rows: dict[str, list[Any]] = {name: [] for name in _EVENT_COLUMNS}
+        span: dict[StreamId, tuple[datetime, datetime, int]] = {}
+        for event in batch:
+            position += 1
+            head = heads[event.stream]
+            at_utc, offset = _utc(event.at)
+            projector.feed(head, event, at_utc)
+            for name, value in (
+                ("position", position),
+                ("event_id", event.event_id),
+                ("cluster", event.cluster),
+                ("group_id", event.group),
+                ("timeline", event.timeline),
+                ("version", head.state.version),
+                ("type", event.type),
+                ("at", at_utc),
+                ("at_offset_s", offset),
+                ("schema_version", event.data.schema_version),
+                ("data", event.data.model_dump_json(exclude_none=True)),
+            ):
+                rows[name].append(value)
+            first, last, _ = span.get(event.stream, (at_utc, at_utc, 0))
+            span[event.stream] = (min(first, at_utc), max(last, at_utc), position)
+        conn.insert("kstore_events", _arrow(rows))
+        self._store_rows(conn, projector)
+        self._store_heads(conn, heads, span, versions)
+        return heads
+
+    def _versions(
+        self, conn: _Conn, streams: Sequence[StreamId]
+    ) -> dict[StreamId, tuple[int, int]]:
+        """Stream -> (version, version of its latest snapshot), for streams that exist."""
+        keys = pa.table({name: [s[i] for s in streams] for i, name in enumerate(_STREAM_COLUMNS)})
+        with conn.registered("_kstore_keys", keys):
+            found = conn.rows(
+                "SELECT s.cluster, s.group_id, s.timeline, s.version, "
+                "(SELECT coalesce(max(n.version), 0) FROM kstore_snapshots n "
+                " WHERE n.cluster = s.cluster AND n.group_id = s.group_id "
+                " AND n.timeline = s.timeline) "
+                "FROM kstore_streams s JOIN _kstore_keys USING (cluster, group_id, timeline)"
+            )
+        return {StreamId(c, g, t): (v, snap) for c, g, t, v, snap in found}
+
+    def _head(self, conn: _Conn, stream: StreamId, version: int) -> StreamHead:
+        """The stream's head at ``version``: cached, or a snapshot and the log after it."""
+        cached = self._heads.get(stream)
+        if cached is not None and cached.state.version == version:
+            return cached
+        head = self._from_snapshot(conn, stream, version) or StreamHead()
+        projector = Projector(keep=False)
+        for stored in self._stream_events(conn, stream, head.state.version, version):
+            projector.feed(head, stored.event, _utc(stored.event.at)[0])
+        self._heads[stream] = head
+        return head
+
+    def _from_snapshot(self, conn: _Conn, stream: StreamId, version: int) -> StreamHead | None:
+        where, params = _stream_where(stream)
+        found = conn.rows(
+            f"SELECT state FROM kstore_snapshots WHERE {where} AND version <= ? "
+            "ORDER BY version DESC LIMIT 1",
+            [*params, version],
+        )
+        return StreamHead.from_json(found[0][0]) if found else None
+
+    def _stream_events(
+        self, conn: _Conn, stream: StreamId, after: int, upto: int
+    ) -> Iterator[StoredEvent]:
+        where, params = _stream_where(stream)
+        sql = (
+            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE {where} "
+            "AND version > ? AND version <= ? ORDER BY version LIMIT ?"
+        )
+        while after < upto:
+            page = conn.rows(sql, [*params, after, upto, _READ_PAGE])
+            if not page:
+                return
+            for row in page:
+                yield _stored(row)
+            after = page[-1][5]
+
+    def _store_rows(self, conn: _Conn, projector: Projector) -> None:
+        conn.insert("kstore_assignments", _arrow(projector.assignments))
+        conn.insert("kstore_ownership", _arrow(projector.ownership))
+
+    def _store_heads(
+        self,
+        conn: _Conn,
+        heads: Mapping[StreamId, StreamHead],
+        span: Mapping[StreamId, tuple[datetime, datetime, int]],
+        versions: Mapping[StreamId, tuple[int, int]],
+    ) -> None:
+        rows: dict[str, list[Any]] = {name: [] for name in _HEAD_COLUMNS}
+        snapshots: dict[str, list[Any]] = {name: [] for name in (*_STREAM_COLUMNS, "version")}
+        snapshots["state"] = []
+        for stream, head in heads.items():
+            first, last, position = span[stream]
+            where, params = _stream_where(stream)
+            old = conn.rows(f"SELECT first_at, last_at FROM kstore_streams WHERE {where}", params)
+            if old:
+                first, last = min(first, old[0][0]), max(last, old[0][1])
+            state = head.state
+            for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
+                rows[name].append(value)
+            rows["version"].append(state.version)
+            rows["first_at"].append(first)
+            rows["last_at"].append(last)
+            rows["generation"].append(state.generation)
+            rows["last_position"].append(position)
+            if state.version - versions.get(stream, (0, 0))[1] >= SNAPSHOT_EVERY:
+                for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
+                    snapshots[name].append(value)
+                snapshots["version"].append(state.version)
+                snapshots["state"].append(head.to_json())
+        conn.insert("kstore_streams", _arrow(rows), verb="INSERT OR REPLACE")
+        conn.insert("kstore_snapshots", _arrow(snapshots))
+
+    # --- rebuilding ---------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Drop every projection and snapshot and derive them again from the log."""
+        with self._window(write=True) as conn:
+            self._rebuild(conn)
+        self._heads.clear()
+
+    def _rebuild(self, conn: _Conn) -> None:
+        for table in (*PROJECTIONS, SNAPSHOTS):
+            conn.run(f"DELETE FROM {table.name}")
+        streams = [
+            StreamId(*row)
+            for row in conn.rows(
+                "SELECT DISTINCT cluster, group_id, timeline FROM kstore_events "
+                "ORDER BY cluster, group_id, timeline"
+            )
+        ]
+        for stream in streams:
+            where, params = _stream_where(stream)
+            first, last, position, version = conn.rows(
+                "SELECT min(at), max(at), max(position), max(version) FROM kstore_events "
+                f"WHERE {where}",
+                params,
+            )[0]
+            head = StreamHead()
+            snaps: dict[str, list[Any]] = {n: [] for n in (*_STREAM_COLUMNS, "version", "state")}
+            projector = Projector()
+            for stored in self._stream_events(conn, stream, 0, version):
+                projector.feed(head, stored.event, _utc(stored.event.at)[0])
+                if head.state.version % SNAPSHOT_EVERY == 0:
+                    for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
+                        snaps[name].append(value)
+                    snaps["version"].append(head.state.version)
+                    snaps["state"].append(head.to_json())
+                if projector.rows() >= 500_000:
+                    self._store_rows(conn, projector)
+                    projector = Projector()
+            self._store_rows(conn, projector)
+            conn.insert("kstore_snapshots", _arrow(snaps))
+            conn.run(
+                f"INSERT INTO kstore_streams ({_cols(_HEAD_COLUMNS)}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [*stream, version, first, last, head.state.generation, position],
+            )
+
+    def delete_snapshots(self) -> None:
+        """Drop every snapshot (they are a cache: answers stay the same, only slower)."""
+        with self._window(write=True) as conn:
+            conn.run("DELETE FROM kstore_snapshots")
+        self._heads.clear()
+
+    # --- reading ------------------------------------------------------------------------
+
+    def events(
+        self,
+        *,
+        cluster: str | None = None,
+        group: str | None = None,
+        timeline: str | None = None,
+        from_version: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Iterator[StoredEvent]:
+        """Stored events in log order, filtered; read in pages, each in its own window.
+
+        ``since``/``until`` bound ``at`` (inclusive); ``from_version`` keeps events of
+        that stream version and later.
+        """
+        where: list[str] = ["position > ?"]
+        params: list[Any] = []
+        for column, value in (("cluster", cluster), ("group_id", group), ("timeline", timeline)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if from_version is not None:
+            where.append("version >= ?")
+            params.append(from_version)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(_utc(since)[0])
+        if until is not None:
+            where.append("at <= ?")
+            params.append(_utc(until)[0])
+        sql = (
+            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE {' AND '.join(where)} "
+            "ORDER BY position LIMIT ?"
+        )
+        after = 0
+        while True:
+            with self._window(write=False) as conn:
+                page = conn.rows(sql, [after, *params, _READ_PAGE])
+            yield from (_stored(row) for row in page)
+            if len(page) < _READ_PAGE:
+                return
+            after = page[-1][0]
+
+    def streams(self) -> list[StreamInfo]:
+        with self._window(write=False) as conn:
+            rows = conn.rows(
+                "SELECT cluster, group_id, timeline, version, first_at, last_at, generation "
+                "FROM kstore_streams ORDER BY cluster, group_id, timeline"
+            )
+        return [
+            StreamInfo(
+                StreamId(c, g, t), v, first.replace(tzinfo=UTC), last.replace(tzinfo=UTC), gen
+            )
+            for c, g, t, v, first, last, gen in rows
+        ]
+
+    def state(
+        self,
+        stream: StreamId,
+        *,
+        at_version: int | None = None,
+        at_generation: int | None = None,
+        at: datetime | None = None,
+        snapshots: bool = True,
+    ) -> GroupState:
+        """The fold of ``stream`` after a version, a generation's completion or a time.
+
+        At most one of the three may be given; none means the stream's end.
+        ``at_generation``: right after the (last) ``AssignmentCompleted`` of that
+        generation. ``at``: after the longest prefix of the stream whose last event
+        happened at or before that time. ``snapshots=False`` folds from the first event.
+        """
+        if sum(x is not None for x in (at_version, at_generation, at)) > 1:
+            raise UsageError("give at most one of a version, a generation and a time")
+        with self._window(write=False) as conn:
+            where, params = _stream_where(stream)
+            head = conn.rows(f"SELECT version FROM kstore_streams WHERE {where}", params)
+            if not head:
+                raise KstoreError(f"no stream {stream} in {self.path}")
+            target: int = head[0][0]
+            if at_version is not None:
+                target = max(0, min(target, at_version))
+            elif at_generation is not None:
+                found = conn.rows(
+                    f"SELECT max(version) FROM kstore_events WHERE {where} "
+                    "AND type = 'AssignmentCompleted' "
+                    "AND CAST(json_extract(data, '$.generation') AS BIGINT) = ?",
+                    [*params, at_generation],
+                )[0][0]
+                if found is None:
+                    raise KstoreError(
+                        f"stream {stream} has no AssignmentCompleted of generation {at_generation}"
+                    )
+                target = found
+            elif at is not None:
+                found = conn.rows(
+                    f"SELECT max(version) FROM kstore_events WHERE {where} AND at <= ?",
+                    [*params, _utc(at)[0]],
+                )[0][0]
+                target = found or 0
+            start = self._from_snapshot(conn, stream, target) if snapshots else None
+            state = start.state if start is not None else GroupState()
+            for stored in self._stream_events(conn, stream, state.version, target):
+                state.apply(stored.event)
+        return state
