@@ -91,6 +91,96 @@ def coordinator_cmd(
 
 # --- store (kstore/store) ----------------------------------------------------------------
 
+_ClusterOpt = Annotated[str | None, typer.Option("--cluster", help="Only this cluster.")]
+_GroupOpt = Annotated[str | None, typer.Option("--group", help="Only this group.")]
+_TimelineOpt = Annotated[str | None, typer.Option("--timeline", help="Only this timeline.")]
+
+
+@app.command("init")
+def init_cmd() -> None:
+    """Create the store, or upgrade it to the newest schema."""
+    from kstore.commands.store import init_store
+
+    init_store(ctx_state.store)
+
+
+@app.command("append")
+def append_cmd(
+    file: Annotated[str, typer.Argument(help="Events as JSON Lines, or - for stdin.")] = "-",
+) -> None:
+    """Append events (shared/spec/events.md); a malformed line stores nothing."""
+    from kstore.commands.store import append_events
+
+    append_events(ctx_state.store, file)
+
+
+@app.command("events")
+def events_cmd(
+    cluster: _ClusterOpt = None,
+    group: _GroupOpt = None,
+    timeline: _TimelineOpt = None,
+    since: Annotated[str | None, typer.Option("--since", help="From this time.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Up to this time.")] = None,
+    output: Annotated[str, typer.Option("--format", help="jsonl or table.")] = "jsonl",
+) -> None:
+    """Stored events in log order, as JSON Lines (the form of events.md) or a table."""
+    from kstore.commands.store import print_events
+
+    print_events(
+        ctx_state.store,
+        cluster=cluster,
+        group=group,
+        timeline=timeline,
+        since=since,
+        until=until,
+        output=output,
+    )
+
+
+@app.command("state")
+def state_cmd(
+    group: Annotated[str, typer.Option("--group", help="The group.")],
+    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    timeline: Annotated[str, typer.Option("--timeline")] = "recorded",
+    at_version: Annotated[
+        int | None, typer.Option("--at-version", help="After this stream version.")
+    ] = None,
+    at_generation: Annotated[
+        int | None, typer.Option("--at-generation", help="After this generation's assignment.")
+    ] = None,
+    at: Annotated[str | None, typer.Option("--at", help="As it was at this time.")] = None,
+    output: Annotated[str, typer.Option("--format", help="json or table.")] = "json",
+) -> None:
+    """A stream's state (the fold of its events)."""
+    from kstore.commands.store import print_state
+    from kstore.store.events import StreamId
+
+    print_state(
+        ctx_state.store,
+        StreamId(cluster, group, timeline),
+        at_version=at_version,
+        at_generation=at_generation,
+        at=at,
+        output=output,
+    )
+
+
+@app.command("streams")
+def streams_cmd() -> None:
+    """One row per stream: events, first and last time, latest generation."""
+    from kstore.commands.store import print_streams
+
+    print_streams(ctx_state.store)
+
+
+@app.command("rebuild")
+def rebuild_cmd() -> None:
+    """Drop and rebuild every projection and snapshot from the log."""
+    from kstore.commands.store import rebuild_store
+
+    rebuild_store(ctx_state.store)
+
+
 # --- simulation (kstore/simulate) ------------------------------------------------------
 
 # --- analytics (kstore/analytics) ------------------------------------------------------

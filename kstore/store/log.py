@@ -485,7 +485,7 @@ class Store:
         for stream in streams:
             where, params = _stream_where(stream)
             first, last, position, version = conn.rows(
-                "SELECT min(at), max(at), max(position), max(version) FROM kstore_events "
+                'SELECT min("at"), max("at"), max(position), max(version) FROM kstore_events '
                 f"WHERE {where}",
                 params,
             )[0]
@@ -543,10 +543,10 @@ class Store:
             where.append("version >= ?")
             params.append(from_version)
         if since is not None:
-            where.append("at >= ?")
+            where.append('"at" >= ?')
             params.append(_utc(since)[0])
         if until is not None:
-            where.append("at <= ?")
+            where.append('"at" <= ?')
             params.append(_utc(until)[0])
         sql = (
             f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE {' AND '.join(where)} "
@@ -614,7 +614,7 @@ class Store:
                 target = found
             elif at is not None:
                 found = conn.rows(
-                    f"SELECT max(version) FROM kstore_events WHERE {where} AND at <= ?",
+                    f'SELECT max(version) FROM kstore_events WHERE {where} AND "at" <= ?',
                     [*params, _utc(at)[0]],
                 )[0][0]
                 target = found or 0
