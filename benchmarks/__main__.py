@@ -18,7 +18,7 @@ import pkgutil
 import sys
 import traceback
 from collections.abc import Callable
-from types import ModuleType
+from typing import cast
 
 from rich.console import Console
 
@@ -29,17 +29,20 @@ __all__ = ["discover", "main"]
 Benchmark = Callable[[bool], None]
 
 
-def discover() -> dict[str, Benchmark]:
-    """Every benchmark module's ``main``, by module name."""
-    found: dict[str, Benchmark] = {}
-    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.ispkg:
-            continue
-        module: ModuleType = importlib.import_module(f"benchmarks.{info.name}")
-        entry = getattr(module, "main", None)
-        if callable(entry):
-            found[info.name] = entry
-    return found
+def discover() -> list[str]:
+    """The names of the benchmark modules, sorted (not imported yet)."""
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(benchmarks.__path__)
+        if not info.name.startswith("_") and not info.ispkg
+    )
+
+
+def _entry(name: str) -> Benchmark:
+    main = getattr(importlib.import_module(f"benchmarks.{name}"), "main", None)
+    if not callable(main):
+        raise TypeError(f"benchmarks/{name}.py has no main(quick: bool) -> None")
+    return cast(Benchmark, main)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +60,10 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console()
     failed = False
-    for name in args.names or list(available):
+    for name in args.names or available:
         console.rule(f"benchmarks.{name}" + (" (quick)" if args.quick else ""))
         try:
-            available[name](args.quick)
+            _entry(name)(args.quick)
         except Exception:
             failed = True
             traceback.print_exc()
