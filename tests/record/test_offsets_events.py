@@ -410,3 +410,15 @@ def test_damaged_streams_give_well_formed_events_or_decode_errors(stream: list[R
     for event in events:
         parse_event(event)
     assert len({e["event_id"] for e in events}) == len(events)
+
+
+def test_the_documented_dump_example_reads(tmp_path: Path) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "recording.md").read_text()
+    example = doc.split("```json\n", 1)[1].split("```", 1)[0]
+    dump = tmp_path / "example.jsonl"
+    dump.write_text(example)
+    raws = list(read_dump(dump))
+    assert [raw.value is None for raw in raws] == [False, True]
+    assert raws[0].key == raws[1].key == (FIXTURES / "group_metadata" / "05.key").read_bytes()
+    events, skipped, errors = events_from_dump(dump)
+    assert (events, skipped, errors) == ([], 0, [])
