@@ -15,10 +15,12 @@ modelled.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 __all__ = [
+    "HashSetOrder",
     "collection_copy_capacity",
     "copy_capacity",
     "hash_order",
@@ -180,3 +182,87 @@ def uuid_hash(most_significant: int, least_significant: int) -> int:
 def collection_copy_capacity(size: int) -> int:
     """Table size of ``new HashSet<>(collection)``: as ``copy_capacity`` but at least 16."""
     return max(copy_capacity(size), 16)
+
+
+# HashMap bins: a bin that would hold more than this many entries is treeified, or the
+# table is doubled instead while it has fewer than _MIN_TREEIFY_CAPACITY buckets.
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+
+
+class HashSetOrder(Generic[K]):
+    """Which element ``java.util.HashSet.iterator().next()`` returns, under adds and removes.
+
+    Java walks buckets in index order and each bucket's chain in insertion order (a removed
+    and re-added key goes to the chain's end); the table starts at 16 buckets and never
+    shrinks. It doubles when ``size > 0.75 * capacity`` and also when a bin grows past 8
+    entries in a table of fewer than 64 buckets. A bin that grows past 8 entries in a larger
+    table becomes a red-black tree with another order; that is not modelled, and
+    ``treeified`` turns true so a caller can tell.
+    """
+
+    __slots__ = ("_bins", "_capacity", "_hashes", "_heap", "_next_ticket", "_tickets", "treeified")
+
+    def __init__(self) -> None:
+        self._capacity = 16
+        self._hashes: dict[K, int] = {}
+        self._tickets: dict[K, int] = {}
+        self._bins: dict[int, int] = {}
+        self._heap: list[tuple[int, int, K]] = []
+        self._next_ticket = 0
+        self.treeified = False
+
+    def __len__(self) -> int:
+        return len(self._tickets)
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._tickets
+
+    def add(self, key: K, java_hash: int) -> None:
+        """``set.add(key)`` for a key whose ``hashCode()`` is ``java_hash``."""
+        if key in self._tickets:
+            return
+        capacity = self._capacity
+        bucket = spread(java_hash) & (capacity - 1)
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        self._hashes[key] = java_hash
+        self._tickets[key] = ticket
+        in_bin = self._bins.get(bucket, 0)
+        self._bins[bucket] = in_bin + 1
+        if in_bin >= _TREEIFY_THRESHOLD:
+            if capacity < _MIN_TREEIFY_CAPACITY:
+                self._capacity *= 2
+            else:
+                self.treeified = True
+        if len(self._tickets) > self._capacity * 3 // 4:
+            self._capacity *= 2
+        if self._capacity != capacity:
+            self._rebuild()
+        else:
+            heapq.heappush(self._heap, (bucket, ticket, key))
+
+    def remove(self, key: K) -> None:
+        """``set.remove(key)``; the key must be present."""
+        del self._tickets[key]
+        self._bins[spread(self._hashes.pop(key)) & (self._capacity - 1)] -= 1
+
+    def first(self) -> K:
+        """``set.iterator().next()``; the set must not be empty."""
+        heap = self._heap
+        tickets = self._tickets
+        while True:
+            _, ticket, key = heap[0]
+            if tickets.get(key) == ticket:
+                return key
+            heapq.heappop(heap)
+
+    def _rebuild(self) -> None:
+        mask = self._capacity - 1
+        hashes = self._hashes
+        self._heap = [(spread(hashes[k]) & mask, t, k) for k, t in self._tickets.items()]
+        heapq.heapify(self._heap)
+        bins: dict[int, int] = {}
+        for bucket, _, _ in self._heap:
+            bins[bucket] = bins.get(bucket, 0) + 1
+        self._bins = bins

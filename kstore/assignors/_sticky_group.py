@@ -1,0 +1,227 @@
+"""A sticky-assignor request in the shape Kafka's ``AbstractStickyAssignor`` sees it.
+
+Members are numbered in the iteration order of the subscription ``HashMap`` (filled in
+request order), topics in ``String`` order of their names, and a partition is one integer
+(``offsets[topic] + partition``), so ascending ids are (topic, partition) order. Only
+topics that some member subscribes to and that exist take part (Kafka's
+``partitionsPerTopic``); owned partitions of any other topic are dropped here.
+
+Claims of the same partition by several members are settled as Kafka settles them
+(KIP-341): the highest generation keeps it, and a tie at the top leaves it to nobody.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
+
+from kstore._java import hash_order, string_hash, string_order_key, to_int32
+from kstore.assignors._contract import AssignmentRequest
+
+__all__ = ["NO_RACK", "RackInfo", "StickyGroup", "build_group"]
+
+NO_RACK = -1
+
+
+@dataclass
+class RackInfo:
+    """KIP-881 rack data, as ``AbstractStickyAssignor.RackInfo`` derives it.
+
+    ``member_rack`` holds rack ids only when rack-aware assignment is on (else all
+    ``NO_RACK``). ``partition_rack_set[pid]`` indexes ``rack_sets``. ``rack_consumers``
+    (consumers on a partition's racks, for ordering unassigned partitions) is set whenever
+    some member has a rack, even when rack-aware assignment is off, as in Kafka.
+    """
+
+    enabled: bool
+    member_rack: list[int]
+    rack_sets: list[frozenset[int]]
+    partition_rack_set: list[int]
+    rack_consumers: list[int] | None
+
+    def mismatch(self, member: int, pid: int) -> bool:
+        rack = self.member_rack[member]
+        return rack != NO_RACK and rack not in self.rack_sets[self.partition_rack_set[pid]]
+
+
+@dataclass
+class StickyGroup:
+    member_ids: list[str]
+    name_rank: list[int]
+    generation: list[int]
+    topics: list[str]
+    partition_counts: list[int]
+    offsets: list[int]
+    total: int
+    member_topics: list[list[int]]
+    all_subscriptions_equal: bool
+    owned: list[list[int]]
+    claims: list[list[int]]
+    multiply_claimed: set[int]
+    max_generation: int
+    racks: RackInfo
+    _topic_hashes: list[int] = field(default_factory=list)
+
+    def topic_of(self, pid: int) -> int:
+        """Topic index of a partition id (binary search over the offsets)."""
+        offsets = self.offsets
+        lo, hi = 0, len(offsets) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if offsets[mid] <= pid:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def partition_hash(self, topic: int, pid: int) -> int:
+        """``TopicPartition.hashCode`` of a partition id of ``topic``."""
+        if not self._topic_hashes:
+            self._topic_hashes = [string_hash(t) for t in self.topics]
+        partition = pid - self.offsets[topic]
+        return to_int32(31 * (31 + partition) + self._topic_hashes[topic])
+
+
+def _subscriptions_equal(topic_lists: list[list[str]]) -> bool:
+    # Kafka takes its reference set from the first *non-empty* subscription it meets, so
+    # empty subscriptions iterated before it do not count (quirk 3 in the docs).
+    reference: set[str] = set()
+    for topics in topic_lists:
+        if not reference:
+            reference.update(topics)
+        elif len(topics) != len(reference) or not reference.issuperset(topics):
+            return False
+    return True
+
+
+def _settle_claims(
+    owned: list[list[int]], generation: list[int], total: int
+) -> tuple[list[list[int]], set[int]]:
+    """Each member's still-valid claims, and the partitions lost to a same-generation tie."""
+    claimed = sum(len(o) for o in owned)
+    if claimed == 0:
+        return [[] for _ in owned], set()
+    flat = np.fromiter(chain.from_iterable(owned), dtype=np.int64, count=claimed)
+    contested = np.flatnonzero(np.bincount(flat, minlength=total) > 1)
+    if not len(contested):
+        return [list(o) for o in owned], set()
+    disputed = set(contested.tolist())
+    last_claimant: dict[int, int] = {}
+    holder: dict[int, int] = {}
+    tied: set[int] = set()
+    for member, pids in enumerate(owned):
+        gen = generation[member]
+        for pid in pids:
+            if pid not in disputed:
+                continue
+            other = last_claimant.get(pid)
+            if other is None or gen > generation[other]:
+                holder[pid] = member
+                last_claimant[pid] = member
+            elif gen == generation[other]:
+                tied.add(pid)
+                holder.pop(pid, None)
+                last_claimant[pid] = member
+    claims: list[list[int]] = [[p for p in pids if p not in disputed] for pids in owned]
+    for pid, member in holder.items():
+        claims[member].append(pid)
+    return claims, tied
+
+
+def _rack_info(
+    request: AssignmentRequest,
+    member_ids: list[str],
+    topics: list[str],
+    offsets: list[int],
+    total: int,
+) -> RackInfo:
+    subs = request.members
+    rack_ids: dict[str, int] = {}
+    consumers_on_rack: dict[int, int] = {}
+    rack_of: list[int] = []
+    for member in member_ids:
+        rack = subs[member].rack
+        if rack:
+            rid = rack_ids.setdefault(rack, len(rack_ids))
+            consumers_on_rack[rid] = consumers_on_rack.get(rid, 0) + 1
+            rack_of.append(rid)
+        else:
+            rack_of.append(NO_RACK)
+    no_racks = [NO_RACK] * len(member_ids)
+    if not consumers_on_rack:
+        return RackInfo(False, no_racks, [frozenset()], [], None)
+    consumer_racks = set(consumers_on_rack)
+    set_ids: dict[frozenset[int], int] = {frozenset(): 0}
+    partition_set = [0] * total
+    given = request.partition_racks or {}
+    for topic, offset in zip(topics, offsets, strict=False):
+        for p, replica_racks in enumerate(given.get(topic, ())):
+            racks = frozenset(rack_ids.setdefault(r, len(rack_ids)) for r in replica_racks)
+            partition_set[offset + p] = set_ids.setdefault(racks, len(set_ids))
+    rack_sets = list(set_ids)
+    used_sets = set(partition_set)
+    all_partition_racks = frozenset().union(*(rack_sets[i] for i in used_sets))
+    rack_consumers = [sum(consumers_on_rack.get(r, 0) for r in s) for s in rack_sets]
+    enabled = not consumer_racks.isdisjoint(all_partition_racks) and any(
+        rack_sets[i] != all_partition_racks for i in used_sets
+    )
+    return RackInfo(
+        enabled,
+        rack_of if enabled else no_racks,
+        rack_sets,
+        partition_set,
+        rack_consumers,
+    )
+
+
+def build_group(request: AssignmentRequest) -> StickyGroup:
+    """The request as Kafka's sticky assignors see it (see the module docstring)."""
+    subs = request.members
+    member_ids = hash_order(list(subs))
+    n = len(member_ids)
+    by_name = sorted(range(n), key=lambda i: string_order_key(member_ids[i]))
+    name_rank = [0] * n
+    for rank, m in enumerate(by_name):
+        name_rank[m] = rank
+
+    existing = request.topics
+    subscribed = {t for sub in subs.values() for t in sub.topics if t in existing}
+    topics = sorted(subscribed, key=string_order_key)
+    topic_index = {t: i for i, t in enumerate(topics)}
+    counts = [existing[t] for t in topics]
+    offsets: list[int] = []
+    total = 0
+    for c in counts:
+        offsets.append(total)
+        total += c
+    offset_of = {t: offsets[i] for i, t in enumerate(topics)}
+
+    generation: list[int] = []
+    member_topics: list[list[int]] = []
+    owned: list[list[int]] = []
+    topic_lists: list[list[str]] = []
+    for member in member_ids:
+        sub = subs[member]
+        generation.append(-1 if sub.generation is None else sub.generation)
+        topic_lists.append(sub.topics)
+        member_topics.append([topic_index[t] for t in sub.topics if t in topic_index])
+        owned.append([offset_of[t] + p for t, p in sub.owned if t in offset_of])
+    claims, tied = _settle_claims(owned, generation, total)
+    return StickyGroup(
+        member_ids=member_ids,
+        name_rank=name_rank,
+        generation=generation,
+        topics=topics,
+        partition_counts=counts,
+        offsets=offsets,
+        total=total,
+        member_topics=member_topics,
+        all_subscriptions_equal=_subscriptions_equal(topic_lists),
+        owned=owned,
+        claims=claims,
+        multiply_claimed=tied,
+        max_generation=max(generation, default=-1),
+        racks=_rack_info(request, member_ids, topics, offsets, total),
+    )

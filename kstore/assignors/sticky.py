@@ -1,0 +1,114 @@
+"""Kafka's ``StickyAssignor`` and ``CooperativeStickyAssignor`` (Kafka 4.0, KIP-341/429/881).
+
+Both run ``AbstractStickyAssignor``: the constrained path when every member subscribes
+to the same topics (``_sticky_constrained``), the general path otherwise
+(``_sticky_general``). The cooperative assignor then withholds each partition that
+changes owner from its new owner for this round (KIP-429). See docs/assignors/sticky.md
+for the quirks reproduced and the one Kafka crash answered instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from kstore.assignors._contract import (
+    Assignment,
+    AssignmentRequest,
+    AssignmentResult,
+    TopicPartition,
+)
+from kstore.assignors._sticky_constrained import constrained_assign
+from kstore.assignors._sticky_general import KafkaWouldThrow, general_assign
+from kstore.assignors._sticky_group import StickyGroup, build_group
+
+__all__ = ["COOPERATIVE_STICKY", "STICKY", "StickyAssignor"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+class StickyAssignor:
+    """``sticky`` (eager) or ``cooperative-sticky``."""
+
+    def __init__(self, name: str, *, cooperative: bool) -> None:
+        self.name = name
+        self.cooperative = cooperative
+
+    def assign(self, request: AssignmentRequest) -> AssignmentResult:
+        group = build_group(request)
+        warnings: list[str] = []
+        if group.all_subscriptions_equal:
+            constrained = constrained_assign(group)
+            owner = constrained.owner
+            if self.cooperative and constrained.transferring:
+                owner[np.fromiter(constrained.transferring, dtype=np.int64)] = -1
+        else:
+            try:
+                general = general_assign(group)
+            except KafkaWouldThrow as crash:
+                warnings.append(self._crash_warning(group, crash))
+                general = general_assign(group, kafka_claims=False)
+            if general.hash_sets_treeified:
+                warnings.append(
+                    f"{self.name}: a partition-movement HashSet grew a tree bin, whose "
+                    "iteration order kstore does not model; the result may differ from Kafka's"
+                )
+            owner = general.owner
+            if self.cooperative:
+                _withhold_transfers(group, owner)
+        return AssignmentResult.model_construct(
+            assignment=_assignment(request, group, owner), warnings=warnings
+        )
+
+    def _crash_warning(self, group: StickyGroup, crash: KafkaWouldThrow) -> str:
+        topic = group.topic_of(crash.pid)
+        partition = crash.pid - group.offsets[topic]
+        return (
+            f"{self.name}: Kafka's assignor throws NullPointerException on this request: "
+            f"member {group.member_ids[crash.claimant]!r} claims {group.topics[topic]}-"
+            f"{partition} from an older generation but takes no part in reassignment; "
+            "kstore ignored older-generation claims outside the claimant's subscription"
+        )
+
+
+def _withhold_transfers(group: StickyGroup, owner: IntArray) -> None:
+    """KIP-429 on the general path: a partition newly assigned to one member and owned
+    by another is left out of the new owner's list this round."""
+    lengths = [len(o) for o in group.owned]
+    claimed = sum(lengths)
+    if not claimed:
+        return
+    pid = np.fromiter((p for o in group.owned for p in o), dtype=np.int64, count=claimed)
+    member = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    owned_by_someone = np.zeros(len(owner), dtype=bool)
+    owned_by_someone[pid] = True
+    kept_by_owner = np.zeros(len(owner), dtype=bool)
+    kept_by_owner[pid[owner[pid] == member]] = True
+    owner[(owner >= 0) & owned_by_someone & ~kept_by_owner] = -1
+
+
+def _assignment(request: AssignmentRequest, group: StickyGroup, owner: IntArray) -> Assignment:
+    index = {m: i for i, m in enumerate(group.member_ids)}
+    assigned = owner >= 0
+    pids = np.flatnonzero(assigned)
+    holders = owner[pids]
+    order = np.argsort(holders, kind="stable")
+    pids = pids[order]
+    bounds = np.cumsum(np.bincount(holders, minlength=len(group.member_ids))).tolist()
+    offsets = np.asarray(group.offsets, dtype=np.int64)
+    names = np.asarray(group.topics, dtype=object)
+    topic = np.searchsorted(offsets, pids, side="right") - 1
+    pairs: list[TopicPartition] = list(
+        zip(names[topic].tolist(), (pids - offsets[topic]).tolist(), strict=True)
+    )
+    in_python_order = group.topics == sorted(group.topics)
+    result: Assignment = {}
+    for member in request.members:
+        i = index[member]
+        chunk = pairs[bounds[i - 1] if i else 0 : bounds[i]]
+        result[member] = chunk if in_python_order else sorted(chunk)
+    return result
+
+
+STICKY = StickyAssignor("sticky", cooperative=False)
+COOPERATIVE_STICKY = StickyAssignor("cooperative-sticky", cooperative=True)
