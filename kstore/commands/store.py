@@ -24,6 +24,11 @@ __all__ = [
 ]
 
 
+def _console() -> Console:
+    # Piped output is not cut to 80 columns: whole ids and times are what a script needs.
+    return Console() if sys.stdout.isatty() else Console(width=1000)
+
+
 def _time(option: str, text: str | None) -> datetime | None:
     """An ISO-8601 time; one without a zone is taken as UTC."""
     if text is None:
@@ -98,7 +103,7 @@ def print_events(
             event.type,
             json.dumps(event.data.to_dict(), ensure_ascii=False),
         )
-    Console().print(table)
+    _console().print(table)
 
 
 def print_state(
@@ -117,7 +122,7 @@ def print_state(
     if output == "json":
         print(json.dumps(state.to_dict(), ensure_ascii=False))
         return
-    console = Console()
+    console = _console()
     rebalance = state.rebalance
     console.print(
         f"{stream}  version {state.version}  generation {state.generation}  "
@@ -151,7 +156,7 @@ def print_streams(path: Path) -> None:
             format_time(info.last_at),
             "" if info.generation is None else str(info.generation),
         )
-    Console().print(table)
+    _console().print(table)
 
 
 def rebuild_store(path: Path) -> None:

@@ -1,0 +1,127 @@
+"""The store commands as a user runs them: output, exit status, nothing stored on error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kstore.cli import main
+from tests.store.test_events import SPEC_EXAMPLE
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["kstore", *args])
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+LINES = [
+    SPEC_EXAMPLE,
+    {
+        "event_id": "e2",
+        "cluster": "prod-eu",
+        "group": "orders-consumers",
+        "timeline": "recorded",
+        "type": "AssignmentCompleted",
+        "at": "2026-11-21T10:00:01+01:00",
+        "data": {
+            "generation": 7,
+            "strategy": "range",
+            "assignment": {"consumer-1-7c2e": [["orders", 0]]},
+        },
+    },
+]
+
+
+def test_store_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = str(tmp_path / "s.duckdb")
+    monkeypatch.setenv("KSTORE_STORE", store)
+    assert run(capsys, monkeypatch, "init")[0] == 0
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in LINES))
+    code, out, _ = run(capsys, monkeypatch, "append", str(source))
+    assert (code, out) == (0, "stored 2, already there 0\n")
+    assert run(capsys, monkeypatch, "append", str(source))[1] == "stored 0, already there 2\n"
+
+    code, out, _ = run(capsys, monkeypatch, "events")
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == LINES
+    code, out, _ = run(capsys, monkeypatch, "events", "--until", "2026-11-21T09:30:00Z")
+    assert [json.loads(line)["event_id"] for line in out.splitlines()] == ["e2"]
+    assert run(capsys, monkeypatch, "events", "--group", "other")[1] == ""
+
+    code, out, _ = run(
+        capsys, monkeypatch, "state", "--group", "orders-consumers", "--cluster", "prod-eu"
+    )
+    state = json.loads(out)
+    assert (state["version"], state["generation"]) == (2, 7)
+    assert state["members"] == {"consumer-1-7c2e": {"topics": ["orders"], "rack": "r1"}}
+    assert state["assignment"] == {"consumer-1-7c2e": [["orders", 0]]}
+    code, out, _ = run(
+        capsys,
+        monkeypatch,
+        "state",
+        "--group",
+        "orders-consumers",
+        "--cluster",
+        "prod-eu",
+        "--at-version",
+        "1",
+    )
+    assert json.loads(out)["assignment"] == {}
+    code, out, _ = run(
+        capsys,
+        monkeypatch,
+        "state",
+        "--group",
+        "orders-consumers",
+        "--cluster",
+        "prod-eu",
+        "--format",
+        "table",
+    )
+    assert code == 0 and "consumer-1-7c2e" in out and "orders-0" in out
+
+    code, out, _ = run(capsys, monkeypatch, "streams")
+    assert code == 0 and "orders-consumers" in out
+    code, out, _ = run(capsys, monkeypatch, "rebuild")
+    assert code == 0 and "1 streams" in out
+
+
+def test_bad_input_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = str(tmp_path / "s.duckdb")
+    run(capsys, monkeypatch, "--store", store, "init")
+    bad = dict(
+        LINES[1],
+        event_id="e3",
+        data={"generation": 8, "strategy": "range", "assignment": {"m": [["orders", -1]]}},
+    )
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in [*LINES, bad]))
+    code, out, err = run(capsys, monkeypatch, "--store", store, "append", str(source))
+    assert code == 2 and out == ""
+    assert err.startswith("kstore: error: line 3: data.assignment.m.0.1: ")
+    assert len(err.strip().splitlines()) == 1
+    assert run(capsys, monkeypatch, "--store", store, "events")[1] == ""
+    code, _, err = run(capsys, monkeypatch, "--store", store, "events", "--since", "yesterday")
+    assert code == 2 and "--since" in err
+
+
+def test_commands_on_a_missing_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = run(capsys, monkeypatch, "--store", str(tmp_path / "x.duckdb"), "streams")
+    assert code == 1 and "kstore --store" in err and "init" in err
