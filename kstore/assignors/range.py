@@ -28,12 +28,9 @@ from collections.abc import Sequence
 
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
-    add_ranges,
+    Dealer,
     java_sorted,
-    new_assignment,
     ordered_members,
-    result,
-    topic_partitions,
     topic_subscribers,
 )
 
@@ -210,17 +207,14 @@ class RangeAssignor:
         subscribers = topic_subscribers(request, order)
         racks = [request.members[member].rack or None for member in order]
         owners = _rack_matched_owners(request, racks, subscribers)
-        assignment = new_assignment(request)
+        dealer = Dealer(request, order)
         for topic in java_sorted(subscribers):
-            partitions = topic_partitions(topic, request.topics[topic])
-            circle = subscribers[topic]
             owner = owners.get(topic)
             if owner is None:
-                add_ranges(assignment, order, partitions, circle)
-                continue
-            for partition, index in zip(partitions, owner, strict=True):
-                assignment[order[circle[index]]].append(partition)
-        return result(assignment)
+                dealer.ranges(topic, request.topics[topic], subscribers[topic])
+            else:
+                dealer.owned(topic, subscribers[topic], owner)
+        return dealer.result()
 
 
 RANGE = RangeAssignor()

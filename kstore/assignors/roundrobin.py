@@ -17,11 +17,9 @@ from bisect import bisect_left
 
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
+    Dealer,
     java_sorted,
-    new_assignment,
     ordered_members,
-    result,
-    topic_partitions,
     topic_subscribers,
 )
 
@@ -36,21 +34,17 @@ class RoundRobinAssignor:
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         order = ordered_members(request)
         subscribers = topic_subscribers(request, order)
-        assignment = new_assignment(request)
+        dealer = Dealer(request, order)
         cursor = 0
         for topic in java_sorted(subscribers):
-            partitions = topic_partitions(topic, request.topics[topic])
+            count = request.topics[topic]
             circle = subscribers[topic]
-            size = len(circle)
             first = bisect_left(circle, cursor)
-            if first == size:
+            if first == len(circle):
                 first = 0
-            for index, position in enumerate(circle):
-                offset = (index - first) % size
-                if offset < len(partitions):
-                    assignment[order[position]] += partitions[offset::size]
-            cursor = circle[(first + len(partitions) - 1) % size] + 1
-        return result(assignment)
+            dealer.strides(topic, count, circle, first)
+            cursor = circle[(first + count - 1) % len(circle)] + 1
+        return dealer.result()
 
 
 ROUNDROBIN = RoundRobinAssignor()

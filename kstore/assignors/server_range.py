@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
-    add_ranges,
+    Dealer,
     java_sorted,
-    new_assignment,
     ordered_members,
-    result,
-    topic_partitions,
     topic_subscribers,
 )
 
@@ -34,11 +31,10 @@ class ServerRangeAssignor:
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         order = ordered_members(request)
         subscribers = topic_subscribers(request, order)
-        assignment = new_assignment(request)
+        dealer = Dealer(request, order)
         for topic in java_sorted(subscribers):
-            partitions = topic_partitions(topic, request.topics[topic])
-            add_ranges(assignment, order, partitions, subscribers[topic])
-        return result(assignment)
+            dealer.ranges(topic, request.topics[topic], subscribers[topic])
+        return dealer.result()
 
 
 SERVER_RANGE = ServerRangeAssignor()
