@@ -1,0 +1,102 @@
+"""Appending ``AssignmentCompleted`` events of a 10,000-partition group, against DuckDB.
+
+kstore's figure: projection rows per second of ``Store.append`` (events parsed already;
+the time covers the lock, opening the file, the idempotency check, the fold, building
+the rows, the Arrow inserts, heads, snapshots and the commit). The limit: half the rate of
+a bare ``INSERT INTO ... SELECT * FROM arrow_table`` of the very same rows (already in
+Arrow) into a fresh DuckDB file, connect and commit included.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from kstore.store import AssignmentCompleted, Event
+from kstore.store.log import Store
+
+__all__ = ["main"]
+
+PARTITIONS = 10_000
+MEMBERS = 100
+EVENTS = 40
+BATCH = 40
+_LOG = "kstore_events"
+_PROJECTED = ("kstore_assignments", "kstore_ownership")
+
+
+def _events() -> list[Event]:
+    start = datetime(2026, 11, 21, tzinfo=UTC)
+    events = []
+    for generation in range(1, EVENTS + 1):
+        owners: dict[str, list[tuple[str, int]]] = {f"consumer-{m}": [] for m in range(MEMBERS)}
+        for p in range(PARTITIONS):
+            # A tenth of the partitions move each generation: ownership rows too.
+            shift = generation if p % 10 == 0 else 0
+            owners[f"consumer-{(p + shift) % MEMBERS}"].append(("orders", p))
+        data = AssignmentCompleted(generation=generation, strategy="range", assignment=owners)
+        events.append(Event(group="big", at=start + timedelta(seconds=generation), data=data))
+    return events
+
+
+def _bare_seconds(source: Path, target: Path, names: tuple[str, ...]) -> tuple[float, int]:
+    """Time to insert the rows kstore stored in ``names`` (as Arrow) into a new file."""
+    with duckdb.connect(str(source), read_only=True) as connection:
+        tables = {name: connection.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
+        ddl = {
+            name: connection.sql(
+                f"SELECT sql FROM duckdb_tables() WHERE table_name = '{name}'"
+            ).fetchall()[0][0]
+            for name in tables
+        }
+    rows = sum(t.num_rows for t in tables.values())
+    started = time.perf_counter()
+    with duckdb.connect(str(target)) as connection:
+        for name in tables:
+            connection.execute(ddl[name])
+        connection.begin()
+        for index, (name, table) in enumerate(tables.items()):
+            connection.register(f"bare_{index}", table)
+            connection.execute(f"INSERT INTO {name} SELECT * FROM bare_{index}")
+        connection.commit()
+    return time.perf_counter() - started, rows
+
+
+def main() -> None:
+    events = _events()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kstore.duckdb"
+        store = Store(path)
+        store.init()
+        started = time.perf_counter()
+        for lo in range(0, len(events), BATCH):
+            store.append(events[lo : lo + BATCH])
+        kstore_s = time.perf_counter() - started
+        bare_all_s, _ = _bare_seconds(path, Path(tmp) / "bare1.duckdb", (_LOG, *_PROJECTED))
+        bare_projected_s, rows = _bare_seconds(path, Path(tmp) / "bare2.duckdb", _PROJECTED)
+    what = (
+        f"{EVENTS} AssignmentCompleted of {PARTITIONS:,} partitions = {rows:,} projection "
+        f"rows, batches of {BATCH}"
+    )
+    # The limit: the same rows (event rows and projection rows) inserted bare from Arrow.
+    # Beside it, bare inserts of the projection rows alone (without the log's own rows).
+    for label, bare_s in (
+        ("log + projections", bare_all_s),
+        ("projections only", bare_projected_s),
+    ):
+        kstore_rate = rows / kstore_s
+        limit = rows / bare_s / 2
+        verdict = "ok" if kstore_rate >= limit else "FAIL"
+        print(
+            f"store append vs bare insert of {label} ({what}): kstore {kstore_rate:,.0f} "
+            f"rows/s | limit >= {limit:,.0f} rows/s (half the bare rate) | ratio "
+            f"{kstore_rate / limit:.2f} ({verdict})"
+        )
+
+
+if __name__ == "__main__":
+    main()
