@@ -36,9 +36,7 @@ def _partition_order(partitions: list[int]) -> list[int]:
 
 def _never_owned(group: UniformGroup, topics: list[int]) -> list[list[int]]:
     """Slots nobody owns, topic by topic in ``topics`` order, ascending within a topic."""
-    claimed: set[int] = set()
-    for slots in group.owned:
-        claimed.update(slots)
+    claimed = group.claimed
     runs = []
     for topic in topics:
         start = group.offsets[topic]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import repeat
 
 from kstore._java import hash_order, string_order_key, uuid_hash
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult, TopicPartition
@@ -50,6 +51,8 @@ class UniformGroup:
 
     Only existing partitions, and only those left after settling claims by generation.
     """
+    claimed: set[int]
+    """Slots some member owns (``GroupSpec.isPartitionAssigned``)."""
     homogeneous: bool
     """``SubscriptionType.HOMOGENEOUS``: every member lists the same topic names."""
 
@@ -102,6 +105,7 @@ def build_group(request: AssignmentRequest) -> UniformGroup:
     if len(claimed) < sum(map(len, owned)):
         generations = [_NO_GENERATION if s.generation is None else s.generation for s in specs]
         _settle_claims(owned, generations)
+        claimed = set().union(*owned)
 
     return UniformGroup(
         topic_names=names,
@@ -111,6 +115,7 @@ def build_group(request: AssignmentRequest) -> UniformGroup:
         member_ids=member_ids,
         member_topics=[spec.topics for spec in specs],
         owned=owned,
+        claimed=claimed,
         homogeneous=bool(specs) and _is_homogeneous(request),
     )
 
@@ -143,7 +148,7 @@ def to_result(
     names = group.topic_names
     table: list[TopicPartition] = []
     for name, count in zip(names, group.partition_counts, strict=True):
-        table.extend([(name, p) for p in range(count)])
+        table.extend(zip(repeat(name, count), range(count), strict=True))
     # Slots follow Java String order of names; Python's order differs only for some
     # characters beyond U+FFFF.
     python_order = names == sorted(names)
