@@ -45,10 +45,8 @@ def _kept_owned(
     """Step 1: kept pids and their members, given-up pids and their previous owners,
     the members under minQuota and the members at minQuota that may take one more."""
     n = len(group.member_ids)
-    lengths = [len(c) for c in group.claims]
-    flat_count = sum(lengths)
-    pid = np.fromiter((p for c in group.claims for p in c), dtype=np.int64, count=flat_count)
-    member = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    pid, member = group.claims.pid, group.claims.member
+    flat_count = len(pid)
     off_rack = pid[:0]
     off_rack_member = member[:0]
     racks = group.racks

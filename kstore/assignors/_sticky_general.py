@@ -269,7 +269,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     owner = [-1] * total
     load = [0] * n
     revocation_required = False
-    for m, pids in enumerate(group.claims):
+    for m, pids in enumerate(group.claims.by_member()):
         for pid in pids:
             if topic_of[pid] not in subscribed[m] or (racks.enabled and racks.mismatch(m, pid)):
                 revocation_required = True
@@ -279,7 +279,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
 
     previous: dict[int, int] = {}
     previous_generation: dict[int, int] = {}
-    for m, pids in enumerate(group.owned):
+    for m, pids in enumerate(group.owned.by_member()):
         gen = group.generation[m]
         if gen >= group.max_generation:
             continue

@@ -13,16 +13,19 @@ Claims of the same partition by several members are settled as Kafka settles the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 
 import numpy as np
+import numpy.typing as npt
 
 from kstore._java import hash_order, string_hash, string_order_key, to_int32
 from kstore.assignors._contract import AssignmentRequest
 
-__all__ = ["NO_RACK", "RackInfo", "StickyGroup", "build_group"]
+__all__ = ["NO_RACK", "Claims", "RackInfo", "StickyGroup", "build_group"]
 
 NO_RACK = -1
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass
@@ -47,6 +50,22 @@ class RackInfo:
 
 
 @dataclass
+class Claims:
+    """Partitions claimed by members, flat: ``pid[i]`` is claimed by ``member[i]``, in
+    member order and, within a member, in the order of its owned list."""
+
+    pid: IntArray
+    member: IntArray
+    members: int
+
+    def by_member(self) -> list[list[int]]:
+        split: list[list[int]] = [[] for _ in range(self.members)]
+        for pid, member in zip(self.pid.tolist(), self.member.tolist(), strict=True):
+            split[member].append(pid)
+        return split
+
+
+@dataclass
 class StickyGroup:
     member_ids: list[str]
     name_rank: list[int]
@@ -55,14 +74,23 @@ class StickyGroup:
     partition_counts: list[int]
     offsets: list[int]
     total: int
-    member_topics: list[list[int]]
+    topic_lists: list[list[str]]
     all_subscriptions_equal: bool
-    owned: list[list[int]]
-    claims: list[list[int]]
+    owned: Claims
+    claims: Claims
     multiply_claimed: set[int]
     max_generation: int
     racks: RackInfo
     _topic_hashes: list[int] = field(default_factory=list)
+    _member_topics: list[list[int]] = field(default_factory=list)
+
+    @property
+    def member_topics(self) -> list[list[int]]:
+        """Each member's subscribed topics that take part, as topic indices."""
+        if not self._member_topics and self.member_ids:
+            index = {t: i for i, t in enumerate(self.topics)}
+            self._member_topics = [[index[t] for t in ts if t in index] for ts in self.topic_lists]
+        return self._member_topics
 
     def topic_of(self, pid: int) -> int:
         """Topic index of a partition id (binary search over the offsets)."""
@@ -96,38 +124,55 @@ def _subscriptions_equal(topic_lists: list[list[str]]) -> bool:
     return True
 
 
-def _settle_claims(
-    owned: list[list[int]], generation: list[int], total: int
-) -> tuple[list[list[int]], set[int]]:
-    """Each member's still-valid claims, and the partitions lost to a same-generation tie."""
-    claimed = sum(len(o) for o in owned)
-    if claimed == 0:
-        return [[] for _ in owned], set()
-    flat = np.fromiter(chain.from_iterable(owned), dtype=np.int64, count=claimed)
-    contested = np.flatnonzero(np.bincount(flat, minlength=total) > 1)
+def _owned_claims(
+    request: AssignmentRequest, member_ids: list[str], offset_of: dict[str, int]
+) -> Claims:
+    """Every member's owned partitions of the topics taking part, as one flat array."""
+    lists = [request.members[m].owned for m in member_ids]
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    count = int(lengths.sum())
+    member = np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
+    if not count:
+        return Claims(member, member, len(lists))
+    names, partitions = zip(*chain.from_iterable(lists), strict=True)
+    offset = np.fromiter(map(offset_of.get, names, repeat(-1)), dtype=np.int64, count=count)
+    pid = offset + np.fromiter(partitions, dtype=np.int64, count=count)
+    known = offset >= 0
+    return Claims(pid[known], member[known], len(lists))
+
+
+def _settle_claims(owned: Claims, generation: list[int], total: int) -> tuple[Claims, set[int]]:
+    """The claims still valid, and the partitions lost to a same-generation tie."""
+    if not len(owned.pid):
+        return owned, set()
+    contested = np.flatnonzero(np.bincount(owned.pid, minlength=total) > 1)
     if not len(contested):
-        return [list(o) for o in owned], set()
-    disputed = set(contested.tolist())
+        return owned, set()
+    in_dispute = np.isin(owned.pid, contested)
     last_claimant: dict[int, int] = {}
     holder: dict[int, int] = {}
     tied: set[int] = set()
-    for member, pids in enumerate(owned):
-        gen = generation[member]
-        for pid in pids:
-            if pid not in disputed:
-                continue
-            other = last_claimant.get(pid)
-            if other is None or gen > generation[other]:
-                holder[pid] = member
-                last_claimant[pid] = member
-            elif gen == generation[other]:
-                tied.add(pid)
-                holder.pop(pid, None)
-                last_claimant[pid] = member
-    claims: list[list[int]] = [[p for p in pids if p not in disputed] for pids in owned]
-    for pid, member in holder.items():
-        claims[member].append(pid)
-    return claims, tied
+    disputed = np.flatnonzero(in_dispute)
+    for pid, member in zip(
+        owned.pid[disputed].tolist(), owned.member[disputed].tolist(), strict=True
+    ):
+        other = last_claimant.get(pid)
+        if other is None or generation[member] > generation[other]:
+            holder[pid] = member
+            last_claimant[pid] = member
+        elif generation[member] == generation[other]:
+            tied.add(pid)
+            holder.pop(pid, None)
+            last_claimant[pid] = member
+    keep = ~in_dispute
+    for i, pid, member in zip(
+        disputed.tolist(),
+        owned.pid[disputed].tolist(),
+        owned.member[disputed].tolist(),
+        strict=True,
+    ):
+        keep[i] = holder.get(pid) == member
+    return Claims(owned.pid[keep], owned.member[keep], owned.members), tied
 
 
 def _rack_info(
@@ -187,9 +232,10 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
         name_rank[m] = rank
 
     existing = request.topics
-    subscribed = {t for sub in subs.values() for t in sub.topics if t in existing}
-    topics = sorted(subscribed, key=string_order_key)
-    topic_index = {t: i for i, t in enumerate(topics)}
+    subscribed: set[str] = set()
+    for sub in subs.values():
+        subscribed.update(sub.topics)
+    topics = sorted(subscribed.intersection(existing), key=string_order_key)
     counts = [existing[t] for t in topics]
     offsets: list[int] = []
     total = 0
@@ -198,16 +244,9 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
         total += c
     offset_of = {t: offsets[i] for i, t in enumerate(topics)}
 
-    generation: list[int] = []
-    member_topics: list[list[int]] = []
-    owned: list[list[int]] = []
-    topic_lists: list[list[str]] = []
-    for member in member_ids:
-        sub = subs[member]
-        generation.append(-1 if sub.generation is None else sub.generation)
-        topic_lists.append(sub.topics)
-        member_topics.append([topic_index[t] for t in sub.topics if t in topic_index])
-        owned.append([offset_of[t] + p for t, p in sub.owned if t in offset_of])
+    generation = [-1 if g is None else g for g in (subs[m].generation for m in member_ids)]
+    topic_lists = [subs[m].topics for m in member_ids]
+    owned = _owned_claims(request, member_ids, offset_of)
     claims, tied = _settle_claims(owned, generation, total)
     return StickyGroup(
         member_ids=member_ids,
@@ -217,7 +256,7 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
         partition_counts=counts,
         offsets=offsets,
         total=total,
-        member_topics=member_topics,
+        topic_lists=topic_lists,
         all_subscriptions_equal=_subscriptions_equal(topic_lists),
         owned=owned,
         claims=claims,
