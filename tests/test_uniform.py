@@ -17,7 +17,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kstore._java import string_order_key, table_capacity, uuid_hash
 from kstore.assignors import AssignmentRequest, assign, validate_request
+from kstore.assignors._uniform_homogeneous import _partition_order
 from kstore.assignors.uniform import UNIFORM
 
 Request = dict[str, Any]
@@ -201,7 +203,7 @@ def test_answer_does_not_depend_on_how_the_request_is_written(
 
 def test_extra_missing_topic_makes_the_group_heterogeneous() -> None:
     """Subscription type counts names, missing topics included (ModernGroup)."""
-    base = {
+    base: Request = {
         "strategy": "uniform",
         "topics": {"t": 4, "u": 3},
         "members": {
@@ -237,3 +239,21 @@ def test_no_members_and_no_existing_topics() -> None:
         }
     )
     assert ghosts == {"a": [], "b": []}
+
+
+def test_java_facts_the_homogeneous_builder_relies_on() -> None:
+    """Values printed by OpenJDK 17 for the same inputs."""
+    evens = list(range(0, 24, 2))
+    # new HashSet<>(list) sizes its table for the whole list (32 buckets here) ...
+    assert _partition_order(evens) == evens
+    # ... unlike a set grown by add() (16 buckets): 0, 16, 2, 18, 4, 20, 6, 22, 8, ...
+    assert table_capacity(len(evens)) == 16
+    assert _partition_order([5, 17]) == [17, 5]
+    # Uuid.fromString("T1-A4s3VTwiI5CTbEp6POw").hashCode()
+    assert uuid_hash(5719431763388092168, -8582694466532503749) == 418407434
+    # String.compareTo compares UTF-16 code units: U+1F600 sorts before U+FFFF.
+    assert sorted(["\uffff", "\U0001f600", "a"], key=string_order_key) == [
+        "a",
+        "\U0001f600",
+        "\uffff",
+    ]

@@ -28,8 +28,8 @@ def _topic_order(topics: list[int], capacity: int) -> list[int]:
 def _partition_order(partitions: list[int]) -> list[int]:
     """``new HashSet<>(ascending partitions)`` iteration order."""
     capacity = collection_copy_capacity(len(partitions))
-    if partitions[-1] < capacity:
-        return partitions  # one partition per bucket, buckets ascending
+    if partitions[-1] < min(capacity, 1 << 16):
+        return partitions  # spread(p) == p and one partition per bucket: ascending
     # Integer.hashCode is the value itself
     return hash_order_by(partitions, partitions, capacity)
 
