@@ -110,6 +110,8 @@ class _Loads:
 
 
 class _Builder:
+    """One heterogeneous assignment: members' loads and each topic's partition owners."""
+
     def __init__(self, group: UniformGroup) -> None:
         self.counts = group.partition_counts
         self.offsets = group.offsets
