@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+from typer.exceptions import TyperException
 
 from kstore._errors import KstoreError
 from kstore.assignors import ContractError
@@ -57,7 +58,9 @@ def _global(
 
 @app.command("assign")
 def assign_cmd(
-    file: Annotated[str, typer.Argument(help="Request file (JSON or JSON Lines), or - for stdin.")] = "-",
+    file: Annotated[
+        str, typer.Argument(help="Request file (JSON or JSON Lines), or - for stdin.")
+    ] = "-",
 ) -> None:
     """Answer assignment requests (shared/spec/assignment-contract.md)."""
     from kstore.commands.assign import assign_requests
@@ -193,23 +196,25 @@ def rebuild_cmd() -> None:
 def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""
     try:
-        app(standalone_mode=False)
+        result = app(standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", 130)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
     except ContractError as exc:
         _fail(str(exc), 2)
     except KstoreError as exc:
         _fail(str(exc), exc.exit_code)
-    except (typer.BadParameter, typer.Abort) as exc:
-        _fail(str(exc), 2)
-    except Exception as exc:  # click usage errors and friends
-        import click
-
-        if isinstance(exc, click.ClickException):
-            _fail(exc.format_message().replace("\n", " "), 2)
+    except TyperException as exc:  # usage errors: unknown option, bad value ...
+        _fail(exc.format_message().replace("\n", " "), 2)
+    except Exception as exc:
         if os.environ.get("KSTORE_DEBUG"):
             raise
         _fail(f"{type(exc).__name__}: {exc}".replace("\n", " "), 1)
+    if isinstance(result, int) and result:
+        sys.exit(result)
 
 
 if __name__ == "__main__":

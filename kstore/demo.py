@@ -23,7 +23,14 @@ __all__ = ["main"]
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "request.json"
 
-KAFKA_STRATEGIES = ["range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range"]
+KAFKA_STRATEGIES = [
+    "range",
+    "roundrobin",
+    "sticky",
+    "cooperative-sticky",
+    "uniform",
+    "server-range",
+]
 
 
 def _group(strategy: str, members: dict[str, MemberSubscription]) -> AssignmentRequest:

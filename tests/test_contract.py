@@ -36,7 +36,9 @@ def _with(**changes: object) -> str:
     return json.dumps(request)
 
 
-@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range"])
+@pytest.mark.parametrize(
+    "strategy", ["range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range"]
+)
 def test_every_member_appears_and_lists_are_sorted(strategy: str) -> None:
     request = json.loads(json.dumps(GOOD))
     request["strategy"] = strategy
@@ -109,6 +111,11 @@ def test_parse_request_raises_contract_error() -> None:
 
 
 def test_registry_names_kafka_strategies() -> None:
-    assert {"range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range"} <= set(
-        strategies()
-    )
+    assert {
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+        "uniform",
+        "server-range",
+    } <= set(strategies())

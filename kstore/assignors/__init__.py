@@ -25,10 +25,10 @@ from kstore.assignors._contract import (
 )
 
 __all__ = [
-    "Assignor",
     "Assignment",
     "AssignmentRequest",
     "AssignmentResult",
+    "Assignor",
     "ContractError",
     "MemberSubscription",
     "TopicPartition",

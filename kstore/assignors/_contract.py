@@ -15,15 +15,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 __all__ = [
-    "TopicPartition",
     "Assignment",
-    "MemberSubscription",
     "AssignmentRequest",
     "AssignmentResult",
     "ContractError",
+    "MemberSubscription",
+    "TopicPartition",
+    "normalise",
     "parse_request",
     "parse_requests",
-    "normalise",
     "sorted_assignment",
 ]
 
