@@ -52,9 +52,7 @@ class RoundRobinPartitioner:
         self._rng = random.Random(seed)
         self._counters: dict[str, int] = {}
 
-    def partition(
-        self, topic: str, partitions: int, available: Sequence[int] | None = None
-    ) -> int:
+    def partition(self, topic: str, partitions: int, available: Sequence[int] | None = None) -> int:
         counter = self._counters.get(topic)
         if counter is None:
             counter = self._rng.getrandbits(31)
