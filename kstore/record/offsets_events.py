@@ -558,9 +558,13 @@ def _kip848_topics(
     for topic in value.topics:
         track.topic_names[topic.topic_id] = topic.topic_name
         by_partition = {entry.partition: list(entry.racks) for entry in topic.partition_racks}
+        # Racks only when the record places every partition (comparing sizes first keeps a
+        # bogus partition count from building a huge list).
+        count = topic.num_partitions
         racks = None
-        if any(by_partition.values()):
-            racks = [by_partition.get(partition, []) for partition in range(topic.num_partitions)]
+        placed = len(by_partition) == count and sorted(by_partition) == list(range(count))
+        if placed and any(by_partition.values()):
+            racks = [by_partition[partition] for partition in range(count)]
         _topic_changed(track, out, topic.topic_name, topic.num_partitions, racks)
 
 

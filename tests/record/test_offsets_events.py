@@ -422,3 +422,11 @@ def test_the_documented_dump_example_reads(tmp_path: Path) -> None:
     assert raws[0].key == raws[1].key == (FIXTURES / "group_metadata" / "05.key").read_bytes()
     events, skipped, errors = events_from_dump(dump)
     assert (events, skipped, errors) == ([], 0, [])
+
+
+def test_racks_are_given_only_when_every_partition_is_placed() -> None:
+    huge = ConsumerGroupPartitionMetadataValue(
+        1, (TopicMetadata(TOPIC_ID, "orders", 2**31 - 1, PARTITIONS.topics[0].partition_racks),)
+    )
+    events = run(records([(enc.key(4, "g"), enc.partition_metadata(huge))]))
+    assert [e["data"] for e in events] == [{"topic": "orders", "partitions": 2**31 - 1}]
