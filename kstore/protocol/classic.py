@@ -1,0 +1,641 @@
+"""The classic group protocol: JoinGroup / SyncGroup / Heartbeat / LeaveGroup.
+
+The coordinator side follows Kafka's ``GroupMetadataManager`` and ``ClassicGroup``
+(``group-coordinator``, Kafka 3.9/4.0); the member side follows ``ConsumerCoordinator``
+/ ``AbstractCoordinator``:
+
+- member ids are ``clientId-UUID`` (``groupInstanceId-UUID`` for static members); the
+  first member added leads; when the leader is removed, the next leader is the first
+  key of the coordinator's ``HashMap`` of members (``kstore._java.HashSetOrder``);
+- the protocol is voted: candidates are the protocols every member supports, each
+  member votes for its first candidate, most votes wins (a tie goes to the protocol
+  the ``HashMap`` of votes iterates first); a joining member that supports none of the
+  candidates is refused with ``INCONSISTENT_GROUP_PROTOCOL``;
+- a new group waits ``group.initial.rebalance.delay.ms``, extended by each new member
+  up to the rebalance timeout; otherwise the join phase ends when every member has
+  rejoined, or after the rebalance timeout (the largest ``max.poll.interval.ms``),
+  when dynamic members that did not rejoin are removed;
+- members learn of a rebalance from REBALANCE_IN_PROGRESS on their next heartbeat and
+  rejoin from their next poll; a member silent for ``session.timeout.ms`` is removed;
+- eager members revoke everything before rejoining; cooperative members (KIP-429) keep
+  their partitions, give up those the assignment takes away, and rejoin at once for a
+  second rebalance;
+- a static member (KIP-345) restarted under the same ``group.instance.id`` while the
+  coordinator still knows it replaces its old member id without a rebalance.
+
+Simplified: the leader's SyncGroup follows its JoinGroup response at once, so a
+generation never ends between the two (Kafka would then skip a generation).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+from kstore._java import HashSetOrder, hash_order, string_hash
+from kstore.assignors import AssignmentRequest, MemberSubscription, assign
+from kstore.protocol.group import Client, GroupSim
+from kstore.protocol.settings import ProtocolSettings
+from kstore.store.events import (
+    AssignmentCompleted,
+    Event,
+    MemberJoined,
+    MemberLeft,
+    MemberReplaced,
+    RebalanceStarted,
+    StreamId,
+    SubscriptionChanged,
+)
+
+__all__ = ["ClassicGroupSim", "select_protocol"]
+
+EMPTY = "Empty"
+PREPARING = "PreparingRebalance"
+STABLE = "Stable"
+
+_JOIN_TIMER = "join"
+
+_LeftReason = Literal["leave", "session-timeout", "poll-timeout", "fenced", "other"]
+
+
+def select_protocol(members: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """Kafka's vote: ``members`` as (member id, protocols in preference order), in the
+    order they were added to the group.
+    """
+    counts = Counter(name for _, protocols in members for name in protocols)
+    candidates = {name for name, count in counts.items() if count == len(members)}
+    by_id = dict(members)
+    votes: dict[str, int] = {}
+    for member_id in hash_order([m for m, _ in members]):
+        choice = next(name for name in by_id[member_id] if name in candidates)
+        votes[choice] = votes.get(choice, 0) + 1
+    best = ""
+    for name in hash_order(list(votes)):
+        if not best or votes[name] > votes[best]:
+            best = name
+    return best
+
+
+class ClassicGroupSim(GroupSim):
+    """A classic consumer group with ``protocol`` ``eager`` or ``cooperative``."""
+
+    def __init__(
+        self,
+        stream: StreamId,
+        *,
+        protocol: str,
+        start: datetime,
+        settings: ProtocolSettings,
+        seed: int,
+        stored: Sequence[Event] = (),
+    ) -> None:
+        super().__init__(stream, start=start, settings=settings, seed=seed, stored=stored)
+        if protocol not in ("eager", "cooperative"):
+            raise ValueError(f"classic protocol must be eager or cooperative, not {protocol}")
+        self.protocol_name = protocol
+        self._protocol: Literal["eager", "cooperative"] = (
+            "eager" if protocol == "eager" else "cooperative"
+        )
+        self.phase = EMPTY
+        self.previous_phase = EMPTY
+        self.leader: str | None = None
+        self.awaiting: set[str] = set()
+        self.new_member_added = False
+        self.static: dict[str, str] = {}
+        self.order: HashSetOrder[str] = HashSetOrder()
+        self.assigned_topics: dict[str, int] = {}
+        """Partition counts of the subscribed topics when the last assignment was made."""
+
+    def heartbeat_interval(self) -> int:
+        return self.settings.heartbeat_interval_ms
+
+    # --- coordinator: membership ---------------------------------------------------------
+
+    def _rebalance_timeout(self) -> int:
+        return max(
+            (m.rebalance_timeout_ms or 0 for m in self.state.members.values()),
+            default=self.settings.max_poll_interval_ms,
+        )
+
+    def _session_timeout(self, member_id: str) -> int:
+        member = self.state.members.get(member_id)
+        found = member.session_timeout_ms if member is not None else None
+        return found or self.settings.session_timeout_ms
+
+    def _supports(self, protocols: Sequence[str]) -> bool:
+        if self.phase == EMPTY or not self.state.members:
+            return bool(protocols)
+        size = len(self.state.members)
+        counts = Counter(p for m in self.state.members.values() for p in (m.protocols or ()))
+        return any(counts[p] == size for p in protocols)
+
+    def _add_member(self, client: Client) -> str:
+        spec = client.spec
+        member_id = self.classic_member_id(spec)
+        self.bind(client, member_id)
+        self.emit(
+            MemberJoined(
+                member_id=member_id,
+                topics=list(spec.topics),
+                instance_id=spec.instance_id,
+                client_id=spec.name,
+                rack=spec.rack,
+                protocols=list(spec.protocols),
+                session_timeout_ms=self.settings.session_timeout_ms,
+                rebalance_timeout_ms=self.settings.max_poll_interval_ms,
+            )
+        )
+        self.order.add(member_id, string_hash(member_id))
+        if self.leader is None:
+            self.leader = member_id
+        if spec.instance_id is not None:
+            self.static[spec.instance_id] = member_id
+        self.awaiting.add(member_id)
+        return member_id
+
+    def _remove_member(self, member_id: str, left: _LeftReason, reason: str | None) -> None:
+        """Remove a member; ``reason`` starts a rebalance (``None``: the caller completes
+        the join phase itself)."""
+        client = self.client_of(member_id)
+        if client is not None:
+            self.release(client, client.owned)
+            self.bind(client, None)
+        member = self.state.members[member_id]
+        self.emit(MemberLeft(member_id=member_id, reason=left))
+        self.queue.cancel(f"expire:{member_id}")
+        self.order.remove(member_id)
+        self.awaiting.discard(member_id)
+        if member.instance_id is not None and self.static.get(member.instance_id) == member_id:
+            del self.static[member.instance_id]
+        if self.leader == member_id:
+            self.leader = self.order.first() if len(self.order) else None
+        if reason is None:
+            return
+        if self.phase in (STABLE, EMPTY):
+            self._prepare_rebalance(reason)
+        elif self.phase == PREPARING and self._all_joined():
+            self._complete_join()
+
+    def _all_joined(self) -> bool:
+        return len(self.awaiting) == len(self.state.members)
+
+    def _heartbeating(self, member_id: str) -> bool:
+        client = self.client_of(member_id)
+        return client is not None and client.connected(self.now) and client.silent_since is None
+
+    def _schedule_expiry(self, member_id: str, at: int) -> None:
+        self.queue.schedule(at, f"expire:{member_id}", lambda: self._expire(member_id))
+
+    def _expire(self, member_id: str) -> None:
+        if member_id not in self.state.members or self._heartbeating(member_id):
+            return
+        if member_id in self.awaiting:
+            return  # a member parked in JoinGroup counts as heartbeating
+        self._remove_member(
+            member_id, "session-timeout", f"removing member {member_id} on heartbeat expiration."
+        )
+
+    def _went_silent(self, client: Client) -> None:
+        """Heartbeats of ``client`` stopped at ``silent_since``: the deadline is the last
+        heartbeat that got through plus the session timeout."""
+        member_id = client.member_id
+        if member_id is None or member_id not in self.state.members:
+            return
+        since = client.silent_since if client.silent_since is not None else self.now
+        last = self.last_tick(client, since, self.heartbeat_interval())
+        deadline = max(last + self._session_timeout(member_id), self.now)
+        self._schedule_expiry(member_id, deadline)
+
+    # --- coordinator: the join phase ------------------------------------------------------
+
+    def _prepare_rebalance(self, reason: str) -> None:
+        initial = self.phase == EMPTY
+        self.previous_phase, self.phase = self.phase, PREPARING
+        self.emit(RebalanceStarted(generation=(self.state.generation or 0) + 1, reason=reason))
+        if initial:
+            delay = self.settings.initial_rebalance_delay_ms
+            remaining = max(self._rebalance_timeout() - delay, 0)
+            self._schedule_initial(delay, remaining)
+            return
+        if self._all_joined():
+            self._complete_join()
+            return
+        self.queue.schedule(self.now + self._rebalance_timeout(), _JOIN_TIMER, self._complete_join)
+        for member_id in list(self.state.members):
+            client = self.client_of(member_id)
+            if member_id not in self.awaiting and client is not None:
+                self._learn_rebalance(client)
+
+    def _schedule_initial(self, delay: int, remaining: int) -> None:
+        def fire() -> None:
+            if self.new_member_added and remaining != 0:
+                self.new_member_added = False
+                self._schedule_initial(
+                    min(self.settings.initial_rebalance_delay_ms, remaining),
+                    max(remaining - delay, 0),
+                )
+            else:
+                self._complete_join()
+
+        self.queue.schedule(self.now + delay, _JOIN_TIMER, fire)
+
+    def _maybe_rebalance(self, reason: str) -> None:
+        """``maybePrepareRebalanceOrCompleteJoin``."""
+        if self.phase in (STABLE, EMPTY):
+            self._prepare_rebalance(reason)
+        else:
+            self._maybe_complete()
+
+    def _maybe_complete(self) -> None:
+        # A new group always waits out its initial delay.
+        if self.phase == PREPARING and self._all_joined() and self.previous_phase != EMPTY:
+            self._complete_join()
+
+    def _complete_join(self) -> None:
+        if self.phase != PREPARING:
+            return
+        self.queue.cancel(_JOIN_TIMER)
+        for member_id in list(self.state.members):
+            member = self.state.members[member_id]
+            if member_id not in self.awaiting and member.instance_id is None:
+                self._drop_unjoined(member_id)
+        if self.state.members and not self._elect_joined_leader():
+            self.queue.schedule(
+                self.now + self._rebalance_timeout(), _JOIN_TIMER, self._complete_join
+            )
+            return
+        generation = (self.state.generation or 0) + 1
+        if not self.state.members:
+            self.emit(
+                AssignmentCompleted(
+                    generation=generation,
+                    strategy=self.state.strategy or "",
+                    assignment={},
+                    protocol=self._protocol,
+                )
+            )
+            self.previous_phase, self.phase = self.phase, EMPTY
+            self.awaiting.clear()
+            return
+        strategy = select_protocol(
+            [(m, member.protocols or ()) for m, member in self.state.members.items()]
+        )
+        result = assign(self._request(strategy))
+        self.emit(
+            AssignmentCompleted(
+                generation=generation,
+                strategy=strategy,
+                assignment=dict(result.assignment),
+                leader=self.leader,
+                protocol=self._protocol,
+            )
+        )
+        self.assigned_topics = self._subscribed_counts()
+        self.previous_phase, self.phase = self.phase, STABLE
+        joined, self.awaiting = self.awaiting, set()
+        self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+        for member_id, tps in self.state.assignment.items():
+            client = self.client_of(member_id)
+            if client is None or member_id not in joined:
+                if not self._heartbeating(member_id):
+                    self._schedule_expiry(member_id, self.now + self._session_timeout(member_id))
+                continue
+            self._deliver(client, set(tps))
+
+    def _drop_unjoined(self, member_id: str) -> None:
+        client = self.client_of(member_id)
+        self._remove_member(member_id, "poll-timeout", None)
+        if client is not None and client.alive:
+            # It learns of it from UNKNOWN_MEMBER_ID and joins again as a new member.
+            self._schedule_rejoin_as_new(client)
+
+    def _elect_joined_leader(self) -> bool:
+        if self.leader is not None and self.leader in self.awaiting:
+            return True
+        for member_id in hash_order(list(self.state.members)):
+            if member_id in self.awaiting:
+                self.leader = member_id
+                return True
+        return False
+
+    def _request(self, strategy: str) -> AssignmentRequest:
+        request = self.state.to_request(strategy)
+        if self.protocol_name == "eager" and strategy == "cooperative-sticky":
+            # Under EAGER every member revoked everything before joining, so the
+            # subscriptions carry no owned partitions.
+            request = request.model_copy(
+                update={
+                    "members": {
+                        m: MemberSubscription(
+                            topics=s.topics, rack=s.rack, instance_id=s.instance_id
+                        )
+                        for m, s in request.members.items()
+                    }
+                }
+            )
+        return request
+
+    def _subscribed_counts(self) -> dict[str, int]:
+        topics = {t for m in self.state.members.values() for t in m.topics}
+        return {t: n for t, n in sorted(self.state.topics.items()) if t in topics}
+
+    # --- members: receiving the assignment ------------------------------------------------
+
+    def _deliver(self, client: Client, assigned: set[tuple[str, int]]) -> None:
+        if self.protocol_name == "eager":
+            self.acquire(client, assigned)
+            return
+        revoked = client.owned - assigned
+        self.release(client, revoked)
+        self.acquire(client, assigned)
+        if revoked:
+            life = client.life
+            self.queue.schedule(
+                self.now + self.settings.poll_ms,
+                f"rejoin:{client.spec.name}",
+                lambda: self._rejoin_existing(
+                    client, life, "need to revoke partitions and re-join"
+                ),
+            )
+
+    # --- members: rejoining -----------------------------------------------------------------
+
+    def _learn_rebalance(self, client: Client) -> None:
+        """REBALANCE_IN_PROGRESS on the next heartbeat, the JoinGroup from the next poll."""
+        if not client.connected(self.now):
+            return
+        tick = self.next_tick(client, self.now, self.heartbeat_interval())
+        at = max(tick, client.busy_until) + self.settings.poll_ms
+        life = client.life
+        self.queue.schedule(
+            at,
+            f"rejoin:{client.spec.name}",
+            lambda: self._rejoin_existing(
+                client,
+                life,
+                "rebalance failed due to 'The group is rebalancing, so a rejoin is needed.' "
+                "(RebalanceInProgressException)",
+            ),
+        )
+
+    def _rejoin_existing(self, client: Client, life: int, client_reason: str) -> None:
+        if client.life != life or not client.connected(self.now):
+            return
+        member_id = client.member_id
+        if member_id is None or member_id not in self.state.members:
+            self._schedule_rejoin_as_new(client)
+            return
+        if self.protocol_name == "eager":
+            self.release(client, client.owned)
+        self._join_existing(client, member_id, client_reason, metadata_changed=False)
+
+    def _join_existing(
+        self, client: Client, member_id: str, client_reason: str, *, metadata_changed: bool
+    ) -> None:
+        if self.phase == PREPARING:
+            self.awaiting.add(member_id)
+            self._maybe_complete()
+            return
+        cooperative_revoke = client_reason == "need to revoke partitions and re-join"
+        if member_id == self.leader:
+            self.awaiting.add(member_id)
+            self._prepare_rebalance(
+                f"Leader {member_id} re-joining group during {self.phase}; "
+                f"client reason: {client_reason}"
+            )
+        elif metadata_changed or cooperative_revoke:
+            # The subscription a cooperative member sends lists its owned partitions,
+            # so after revoking its metadata no longer matches.
+            self.awaiting.add(member_id)
+            self._prepare_rebalance(
+                f"Updating metadata for member {member_id} during {self.phase}; "
+                f"client reason: {client_reason}"
+            )
+
+    def _schedule_rejoin_as_new(self, client: Client) -> None:
+        self.release(client, client.owned)
+        self.bind(client, None)
+        client.life += 1
+        life = client.life
+        at = max(self.now, client.busy_until) + self.settings.poll_ms
+        self.queue.schedule(
+            at, f"rejoin:{client.spec.name}", lambda: self._join_new_if(client, life)
+        )
+
+    def _join_new_if(self, client: Client, life: int) -> None:
+        if client.life == life and client.connected(self.now):
+            client.silent_since = None
+            self._join_new(client)
+
+    def _join_new(self, client: Client) -> None:
+        """JoinGroup with no member id (MEMBER_ID_REQUIRED, then again with the id)."""
+        spec = client.spec
+        existing = self.static.get(spec.instance_id) if spec.instance_id is not None else None
+        if not self._supports(spec.protocols):
+            self.refused.append(
+                f"{self.time_at(self.now).isoformat()} {spec.name}: INCONSISTENT_GROUP_PROTOCOL "
+                f"(offers {', '.join(spec.protocols)})"
+            )
+            client.alive = False
+            client.life += 1
+            return
+        if existing is not None:
+            self._replace_static(client, existing)
+            return
+        if self.protocol_name == "eager":
+            self.release(client, client.owned)
+        member_id = self._add_member(client)
+        if self.phase == PREPARING and self.previous_phase == EMPTY:
+            self.new_member_added = True
+        reason = (
+            "not provided"
+            if spec.instance_id
+            else f"need to re-join with the given member-id: {member_id}"
+        )
+        self._maybe_rebalance(
+            f"Adding new member {member_id} with group instance id {spec.instance_id}; "
+            f"client reason: {reason}"
+        )
+
+    def _replace_static(self, client: Client, old: str) -> None:
+        spec = client.spec
+        new = self.classic_member_id(spec)
+        assert spec.instance_id is not None
+        previous = self.state.members[old]
+        old_client = self.client_of(old)
+        if old_client is not None and old_client is not client:
+            # The old process is fenced (FENCED_INSTANCE_ID): it stops for good.
+            self.release(old_client, old_client.owned)
+            self.bind(old_client, None)
+            old_client.alive = False
+            old_client.life += 1
+        self.emit(
+            MemberReplaced(old_member_id=old, new_member_id=new, instance_id=spec.instance_id)
+        )
+        self.ledger.rename(old, new)
+        self.bind(client, new)
+        self.queue.cancel(f"expire:{old}")
+        self.order.remove(old)
+        self.order.add(new, string_hash(new))
+        self.static[spec.instance_id] = new
+        if self.leader == old:
+            self.leader = new
+        if old in self.awaiting:
+            self.awaiting.discard(old)
+        topics_changed = tuple(previous.topics) != spec.topics
+        if topics_changed:
+            self.emit(SubscriptionChanged(member_id=new, topics=list(spec.topics)))
+        if self.phase == PREPARING:
+            self.awaiting.add(new)
+            self._maybe_complete()
+            return
+        if self.phase == STABLE and topics_changed:
+            self.awaiting.add(new)
+            self._prepare_rebalance(
+                f"Updating metadata for static member {new} with instance id "
+                f"{spec.instance_id}; client reason: not provided"
+            )
+        else:
+            # No rebalance: the member gets the assignment its predecessor had.
+            self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+            self.acquire(client, set(self.state.assignment.get(new, ())))
+
+    # --- hooks from GroupSim -------------------------------------------------------------
+
+    def on_start(self, client: Client) -> None:
+        self._join_new(client)
+
+    def on_stop(self, client: Client, *, clean: bool) -> None:
+        member_id = client.member_id
+        if member_id is None or member_id not in self.state.members:
+            return
+        if clean and client.spec.instance_id is None:
+            self._remove_member(
+                member_id,
+                "leave",
+                f"explicit `LeaveGroup` request for ({member_id}) members; "
+                "client reason: the consumer is being closed",
+            )
+        else:
+            # Static members send no LeaveGroup on close (KIP-345): the session times out.
+            self._went_silent(client)
+
+    def on_subscription_changed(self, client: Client) -> None:
+        life = client.life
+        self.queue.schedule(
+            max(self.now, client.busy_until) + self.settings.poll_ms,
+            f"rejoin:{client.spec.name}",
+            lambda: self._resubscribe(client, life),
+        )
+
+    def _resubscribe(self, client: Client, life: int) -> None:
+        member_id = client.member_id
+        if client.life != life or member_id is None or member_id not in self.state.members:
+            return
+        old = self.state.members[member_id].topics
+        new = client.spec.topics
+        if tuple(old) == new:
+            return
+        if self.protocol_name == "eager":
+            self.release(client, client.owned)
+        self.emit(SubscriptionChanged(member_id=member_id, topics=list(new)))
+        self._join_existing(
+            client,
+            member_id,
+            f"subscription has changed from topics {sorted(old)} to topics {sorted(new)}",
+            metadata_changed=True,
+        )
+
+    def on_topic_changed(self, topic: str) -> None:
+        if self.leader is None or topic not in self.assigned_topics:
+            return
+        leader = self.client_of(self.leader)
+        if leader is None:
+            return
+        life = leader.life
+        at = self.next_tick(leader, self.now, self.settings.metadata_max_age_ms)
+        self.queue.schedule(at, f"metadata:{leader.spec.name}", lambda: self._refresh(leader, life))
+
+    def _refresh(self, client: Client, life: int) -> None:
+        member_id = client.member_id
+        if client.life != life or member_id != self.leader or member_id is None:
+            return
+        if self.phase != STABLE or self._subscribed_counts() == self.assigned_topics:
+            return
+        if self.protocol_name == "eager":
+            self.release(client, client.owned)
+        self._join_existing(
+            client,
+            member_id,
+            "cached metadata has changed from the beginning of the rebalance",
+            metadata_changed=True,
+        )
+
+    def on_slow(self, client: Client) -> None:
+        limit = self.settings.max_poll_interval_ms
+        if client.busy_until - self.now <= limit:
+            return
+        life = client.life
+        self.queue.schedule(
+            self.now + limit,
+            f"poll-timeout:{client.spec.name}",
+            lambda: self._poll_timeout(client, life),
+        )
+
+    def _poll_timeout(self, client: Client, life: int) -> None:
+        if client.life != life or client.busy_until <= self.now:
+            return
+        member_id = client.member_id
+        if member_id is not None and member_id in self.state.members:
+            if client.spec.instance_id is None:
+                self._remove_member(
+                    member_id,
+                    "poll-timeout",
+                    f"explicit `LeaveGroup` request for ({member_id}) members; "
+                    "client reason: consumer poll timeout has expired.",
+                )
+            else:
+                client.silent_since = self.now
+                self._went_silent(client)
+        # The client forgets its member id and joins again when its poll returns.
+        self._schedule_rejoin_as_new(client)
+
+    def on_cut_off(self, client: Client) -> None:
+        if client.member_id is not None and client.member_id not in self.awaiting:
+            self._went_silent(client)
+
+    def on_reconnected(self, client: Client) -> None:
+        member_id = client.member_id
+        if member_id is None or member_id not in self.state.members:
+            self._schedule_rejoin_as_new(client)
+            return
+        self.queue.cancel(f"expire:{member_id}")
+        if self.phase == PREPARING and member_id not in self.awaiting:
+            self._learn_rebalance(client)
+
+    def on_coordinator_moved(self) -> None:
+        # The new coordinator loads the group from the log (here: the fold) and gives
+        # every member a fresh session deadline.
+        self.order = HashSetOrder()
+        self.static = {}
+        for member_id, member in self.state.members.items():
+            self.order.add(member_id, string_hash(member_id))
+            if member.instance_id is not None:
+                self.static[member.instance_id] = member_id
+            if not self._heartbeating(member_id):
+                self._schedule_expiry(member_id, self.now + self._session_timeout(member_id))
+        self.leader = (
+            self.state.leader
+            if self.state.leader in self.state.members
+            else (self.order.first() if len(self.order) else None)
+        )
+        if self.phase == PREPARING:
+            # The join phase lived in the old coordinator's memory: it starts again.
+            self.queue.cancel(_JOIN_TIMER)
+            self.awaiting = set()
+            self.phase = STABLE
+            self._prepare_rebalance(
+                "coordinator moved during a rebalance; members rejoin the new coordinator"
+            )

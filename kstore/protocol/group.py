@@ -1,0 +1,337 @@
+"""What every simulated group shares: clients, the clock, the fold, and event emission.
+
+A ``GroupSim`` never keeps its own copy of the group's assignment or generation: every
+event it emits is applied at once to ``state`` (the store's ``GroupState`` fold), and
+assignor requests are built from that fold. What the log cannot hold (timers, which
+member has rejoined, a client's heartbeat phase) lives in the protocol classes.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from kstore._errors import KstoreError
+from kstore.assignors import TopicPartition
+from kstore.protocol.clock import EventQueue
+from kstore.protocol.find_coordinator import coordinator_partition
+from kstore.protocol.ownership import OwnershipLedger
+from kstore.protocol.settings import ProtocolSettings
+from kstore.store.events import Event, EventData, StreamId, TopicChanged
+from kstore.store.fold import GroupState
+
+__all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch", "event_id"]
+
+_NAMESPACE = uuid.UUID("6d1f3c52-8a54-4f0e-9a43-3f1b0e7c2a61")
+
+
+def event_id(stream: StreamId, version: int) -> str:
+    """The id of a simulated stream's ``version``-th event: the same on every run."""
+    return str(uuid.uuid5(_NAMESPACE, f"{stream}#{version}"))
+
+
+class ResumeMismatch(KstoreError):
+    """The timeline holds events this simulation would not write (another scenario or seed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSpec:
+    """How one consumer process is configured."""
+
+    name: str
+    """Its ``client.id``; stays the same across restarts."""
+    topics: tuple[str, ...]
+    protocols: tuple[str, ...]
+    """Assignor names in preference order (``partition.assignment.strategy``)."""
+    rack: str | None = None
+    instance_id: str | None = None
+    """``group.instance.id``: a static member (KIP-345)."""
+
+
+@dataclass(slots=True)
+class Client:
+    """A consumer process as the simulation drives it."""
+
+    spec: MemberSpec
+    member_id: str | None = None
+    alive: bool = False
+    life: int = 0
+    """Bumped whenever the process stops or the member id is reset; old timers check it."""
+    phase: int = 0
+    """Offset of its heartbeat ticks within the heartbeat interval."""
+    cut_until: int = 0
+    busy_until: int = 0
+    silent_since: int | None = None
+    """When its heartbeats stopped reaching the coordinator (crash, cut off, poll timeout)."""
+    owned: set[TopicPartition] = field(default_factory=set)
+    """The partitions the client holds now (revoked ones gone, new ones not yet arrived)."""
+
+    def connected(self, now: int) -> bool:
+        return self.alive and now >= self.cut_until
+
+
+class GroupSim:
+    """The shared machinery; ``ClassicGroupSim`` and ``ConsumerGroupSim`` add a protocol."""
+
+    protocol_name = ""
+
+    def __init__(
+        self,
+        stream: StreamId,
+        *,
+        start: datetime,
+        settings: ProtocolSettings,
+        seed: int,
+        stored: Sequence[Event] = (),
+    ) -> None:
+        self.stream = stream
+        self.start = start
+        self.settings = settings
+        self.seed = seed
+        self.queue = EventQueue()
+        self.state = GroupState()
+        self.clients: dict[str, Client] = {}
+        self.rng = random.Random(seed)
+        self.ledger = OwnershipLedger()
+        self.coordinator = coordinator_partition(stream.group, settings.offsets_topic_partitions)
+        self.coordinator_moves = 0
+        self.refused: list[str] = []
+        self.emitted: list[Event] = []
+        """Events this run produced that the store did not hold yet."""
+        self.member_clients: dict[str, Client] = {}
+        """Member id -> the running client that holds it."""
+        self._stored = list(stored)
+        self._ids = 0
+
+    # --- events ----------------------------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        return self.queue.now
+
+    def time_at(self, ms: int) -> datetime:
+        return self.start + timedelta(milliseconds=ms)
+
+    def emit(self, data: EventData) -> Event:
+        """Write one event: apply it to the fold and keep it for the store.
+
+        When resuming, the first events are the ones already stored; each must be the
+        event this run produces at that place, or the timeline is another simulation's.
+        """
+        version = self.state.version + 1
+        event = Event(
+            event_id=event_id(self.stream, version),
+            cluster=self.stream.cluster,
+            group=self.stream.group,
+            timeline=self.stream.timeline,
+            at=self.time_at(self.now),
+            data=data,
+        )
+        if version <= len(self._stored):
+            stored = self._stored[version - 1]
+            if stored.to_dict() != event.to_dict():
+                raise ResumeMismatch(
+                    f"timeline {self.stream} holds another simulation: its event {version} is "
+                    f"{stored.type} at {stored.to_dict()['at']}, this run writes {event.type} "
+                    f"at {event.to_dict()['at']}; use another --timeline"
+                )
+        else:
+            self.emitted.append(event)
+        self.state.apply(event)
+        return event
+
+    @property
+    def resumed_events(self) -> int:
+        return len(self._stored)
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def new_uuid(self) -> uuid.UUID:
+        self._ids += 1
+        return uuid.uuid5(_NAMESPACE, f"{self.stream}|{self.seed}|member|{self._ids}")
+
+    def classic_member_id(self, spec: MemberSpec) -> str:
+        """``clientId-UUID`` or, for a static member, ``groupInstanceId-UUID``."""
+        return f"{spec.instance_id or spec.name}-{self.new_uuid()}"
+
+    def consumer_member_id(self) -> str:
+        """A KIP-848 client's own id: a UUID in Kafka's URL-safe base64 form."""
+        return base64.urlsafe_b64encode(self.new_uuid().bytes).decode().rstrip("=")
+
+    def next_tick(self, client: Client, after: int, interval: int) -> int:
+        """The client's first heartbeat at or after ``after``."""
+        k = -(-(after - client.phase) // interval)
+        return client.phase + max(k, 0) * interval
+
+    def last_tick(self, client: Client, before: int, interval: int) -> int:
+        """The client's last heartbeat at or before ``before``."""
+        return client.phase + max((before - client.phase) // interval, 0) * interval
+
+    def subscribed_partitions(self) -> set[TopicPartition]:
+        topics = {t for m in self.state.members.values() for t in m.topics}
+        return {(t, p) for t in topics for p in range(self.state.topics.get(t, 0))}
+
+    # --- the cluster -------------------------------------------------------------------
+
+    def set_topic(self, topic: str, partitions: int, racks: list[list[str]] | None = None) -> None:
+        """A topic is created or its partition count / placement changes."""
+        known = self.state.topics.get(topic)
+        if known is not None and partitions < known:
+            raise KstoreError(
+                f"topic {topic}: Kafka cannot reduce partitions ({known} -> {partitions})"
+            )
+        self.emit(TopicChanged(topic=topic, partitions=partitions, racks=racks))
+        self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+        if known is not None and known != partitions:
+            self.on_topic_changed(topic)
+
+    def coordinator_failover(self) -> None:
+        """The coordinator's broker changes; the new one loads the group from the log."""
+        self.coordinator_moves += 1
+        self.on_coordinator_moved()
+
+    # --- clients -----------------------------------------------------------------------
+
+    def client(self, name: str) -> Client:
+        found = self.clients.get(name)
+        if found is None:
+            raise KstoreError(f"no member named {name!r}")
+        return found
+
+    def start_client(self, spec: MemberSpec) -> None:
+        client = self.clients.get(spec.name)
+        if client is None:
+            client = self.clients[spec.name] = Client(spec)
+        elif client.alive:
+            raise KstoreError(f"member {spec.name} is already running")
+        client.spec = spec
+        client.alive = True
+        client.life += 1
+        client.cut_until = 0
+        client.busy_until = self.now
+        client.silent_since = None
+        client.phase = self.rng.randrange(self.heartbeat_interval())
+        self.on_start(client)
+
+    def stop_client(self, name: str, *, clean: bool) -> None:
+        """The process ends: ``clean`` closes the consumer (LeaveGroup), else it dies."""
+        client = self.client(name)
+        if not client.alive:
+            return
+        self.release(client, client.owned)
+        client.alive = False
+        client.life += 1
+        client.silent_since = self.now
+        self.on_stop(client, clean=clean)
+        self.bind(client, None)
+
+    def restart_client(self, name: str, down_ms: int, *, clean: bool = True) -> None:
+        client = self.client(name)
+        spec = client.spec
+        self.stop_client(name, clean=clean)
+        self.queue.schedule(
+            self.now + down_ms, f"start:{name}:{client.life}", lambda: self.start_client(spec)
+        )
+
+    def change_subscription(self, name: str, topics: tuple[str, ...]) -> None:
+        client = self.client(name)
+        client.spec = MemberSpec(
+            client.spec.name,
+            topics,
+            client.spec.protocols,
+            client.spec.rack,
+            client.spec.instance_id,
+        )
+        if client.alive:
+            self.on_subscription_changed(client)
+
+    def slow_down(self, name: str, ms: int) -> None:
+        """The client's poll loop is stuck for ``ms`` (a long batch, a GC pause)."""
+        client = self.client(name)
+        if client.alive:
+            client.busy_until = max(client.busy_until, self.now + ms)
+            self.on_slow(client)
+
+    def cut_off(self, name: str, ms: int) -> None:
+        """Nothing between the client and the coordinator gets through for ``ms``."""
+        client = self.client(name)
+        if not client.alive:
+            return
+        client.cut_until = max(client.cut_until, self.now + ms)
+        if client.silent_since is None:
+            client.silent_since = self.now
+        self.on_cut_off(client)
+        life = client.life
+        self.queue.schedule(
+            client.cut_until, f"reconnect:{name}", lambda: self._reconnect(name, life)
+        )
+
+    def _reconnect(self, name: str, life: int) -> None:
+        client = self.clients[name]
+        if client.life == life and client.connected(self.now):
+            client.silent_since = None
+            self.on_reconnected(client)
+
+    # --- partitions as clients hold them -------------------------------------------------
+
+    def release(self, client: Client, tps: set[TopicPartition] | frozenset[TopicPartition]) -> None:
+        if client.member_id is not None:
+            self.ledger.release(client.member_id, tps, self.now)
+        client.owned -= set(tps)
+
+    def acquire(self, client: Client, tps: set[TopicPartition]) -> None:
+        assert client.member_id is not None
+        self.ledger.acquire(client.member_id, tps, self.now)
+        client.owned |= tps
+
+    def client_of(self, member_id: str) -> Client | None:
+        return self.member_clients.get(member_id)
+
+    def bind(self, client: Client, member_id: str | None) -> None:
+        """The client now goes by ``member_id`` (``None``: it has no member id)."""
+        if client.member_id is not None and self.member_clients.get(client.member_id) is client:
+            del self.member_clients[client.member_id]
+        client.member_id = member_id
+        if member_id is not None:
+            self.member_clients[member_id] = client
+
+    # --- running -----------------------------------------------------------------------
+
+    def run_until(self, ms: int) -> None:
+        self.queue.run_until(ms)
+
+    def finish(self) -> None:
+        self.ledger.close(self.now)
+
+    # --- protocol hooks ----------------------------------------------------------------
+
+    def heartbeat_interval(self) -> int:
+        raise NotImplementedError
+
+    def on_start(self, client: Client) -> None:
+        raise NotImplementedError
+
+    def on_stop(self, client: Client, *, clean: bool) -> None:
+        raise NotImplementedError
+
+    def on_subscription_changed(self, client: Client) -> None:
+        raise NotImplementedError
+
+    def on_topic_changed(self, topic: str) -> None:
+        raise NotImplementedError
+
+    def on_slow(self, client: Client) -> None:
+        raise NotImplementedError
+
+    def on_cut_off(self, client: Client) -> None:
+        raise NotImplementedError
+
+    def on_reconnected(self, client: Client) -> None:
+        raise NotImplementedError
+
+    def on_coordinator_moved(self) -> None:
+        raise NotImplementedError

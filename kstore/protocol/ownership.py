@@ -1,0 +1,78 @@
+"""Who consumes each partition over simulated time: the numbers behind a run's summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kstore.assignors import TopicPartition
+
+__all__ = ["OwnershipLedger"]
+
+
+@dataclass(slots=True)
+class OwnershipLedger:
+    """Partitions' owners as members really hold them (after revoking, before the next
+    assignment arrives), not as the last assignment says.
+
+    A partition without an owner accumulates ``unowned_ms``; one that gets an owner other
+    than its previous one counts as a move.
+    """
+
+    owner: dict[TopicPartition, str | None] = field(default_factory=dict)
+    last_owner: dict[TopicPartition, str] = field(default_factory=dict)
+    unowned_since: dict[TopicPartition, int] = field(default_factory=dict)
+    unowned_ms: int = 0
+    longest_unowned_ms: int = 0
+    moves: int = 0
+
+    def add_partitions(self, tps: Iterable[TopicPartition], now: int) -> None:
+        for tp in tps:
+            if tp not in self.owner:
+                self.owner[tp] = None
+                self.unowned_since[tp] = now
+
+    def release(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
+        for tp in tps:
+            if self.owner.get(tp) == member:
+                self.owner[tp] = None
+                self.unowned_since[tp] = now
+
+    def acquire(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
+        for tp in tps:
+            current = self.owner.get(tp)
+            if current == member:
+                continue
+            if current is not None:
+                # Kafka never hands a partition over without its owner revoking it first;
+                # a simulator bug would show up here as a double owner.
+                raise AssertionError(f"{tp} given to {member} while {current} still owns it")
+            since = self.unowned_since.pop(tp, now)
+            self._gap(now - since)
+            previous = self.last_owner.get(tp)
+            if previous is not None and previous != member:
+                self.moves += 1
+            self.owner[tp] = member
+            self.last_owner[tp] = member
+
+    def rename(self, old: str, new: str) -> None:
+        """A static member replaced: its partitions carry on under the new id."""
+        for tp, owner in self.owner.items():
+            if owner == old:
+                self.owner[tp] = new
+        for tp, owner in self.last_owner.items():
+            if owner == old:
+                self.last_owner[tp] = new
+
+    def owned_by(self, member: str) -> set[TopicPartition]:
+        return {tp for tp, owner in self.owner.items() if owner == member}
+
+    def close(self, now: int) -> None:
+        """Count the gaps still open at the end of a run up to ``now``."""
+        for since in self.unowned_since.values():
+            self._gap(now - since)
+        self.unowned_since = dict.fromkeys(self.unowned_since, now)
+
+    def _gap(self, ms: int) -> None:
+        self.unowned_ms += ms
+        self.longest_unowned_ms = max(self.longest_unowned_ms, ms)
