@@ -60,6 +60,11 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "version": pa.int32(),
     "generation": pa.int32(),
     "partition": pa.int32(),
+    "partitions": pa.int32(),
+    "shared": pa.int32(),
+    "kept": pa.int32(),
+    "missing": pa.int32(),
+    "topic": pa.string(),
     "at_offset_s": pa.int32(),
     "schema_version": pa.int16(),
     "at": pa.timestamp("us"),
@@ -431,6 +436,8 @@ class Store:
     def _store_rows(self, conn: _Conn, projector: Projector) -> None:
         conn.insert("kstore_assignments", _arrow(projector.assignments))
         conn.insert("kstore_ownership", _arrow(projector.ownership))
+        for table, columns in projector.analytics.tables.items():
+            conn.insert(table, _arrow(columns))
 
     def _store_heads(
         self,
@@ -517,6 +524,12 @@ class Store:
         self._heads.clear()
 
     # --- reading ------------------------------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """The store's DuckDB connection, read-only, for the block (analytics SQL)."""
+        with self._window(write=False) as conn:
+            yield conn._db
 
     def events(
         self,

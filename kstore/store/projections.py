@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from kstore.assignors import TopicPartition
+from kstore.store.analytics_rows import AnalyticsRows
 from kstore.store.events import AssignmentCompleted, Event, MemberReplaced
 from kstore.store.fold import GroupState
 
@@ -66,9 +67,12 @@ class Projector:
         self.keep = keep
         self.assignments = _columns(ASSIGNMENT_COLUMNS)
         self.ownership = _columns(OWNERSHIP_COLUMNS)
+        self.analytics = AnalyticsRows()
 
     def rows(self) -> int:
-        return len(self.assignments["member"]) + len(self.ownership["owner"])
+        return (
+            len(self.assignments["member"]) + len(self.ownership["owner"]) + self.analytics.rows()
+        )
 
     def feed(self, head: StreamHead, event: Event, at_utc: datetime) -> None:
         """Apply ``event`` (the stream's next) to ``head`` and add the rows it makes.
@@ -76,9 +80,12 @@ class Projector:
         ``at_utc`` is the event's time as the store keeps it (naive UTC).
         """
         state = head.state
+        previous = state.assignment
         state.apply(event)
         data = event.data
         if isinstance(data, AssignmentCompleted):
+            if self.keep:
+                self.analytics.assignment(state, data, previous, head.last_owner)
             self._assignment(head, data, at_utc)
         elif isinstance(data, MemberReplaced):
             old, new = data.old_member_id, data.new_member_id

@@ -23,7 +23,7 @@ __all__ = [
     "metadata",
 ]
 
-REVISIONS: tuple[str, ...] = ("0001_log", "0002_projections")
+REVISIONS: tuple[str, ...] = ("0001_log", "0002_projections", "0003_analytics")
 HEAD = REVISIONS[-1]
 
 metadata = sa.MetaData()
@@ -101,5 +101,67 @@ OWNERSHIP = sa.Table(
     sa.Column("cause", sa.String, nullable=False),
 )
 
-PROJECTIONS = (STREAMS, ASSIGNMENTS, OWNERSHIP)
+
+def _analytics_key() -> list[sa.Column[object]]:
+    return [*_stream_columns(), sa.Column("version", sa.Integer, nullable=False)]
+
+
+# Analytics projections (kstore.store.analytics_rows; views over the log: migration 0003).
+HOLDINGS = sa.Table(
+    "kstore_holdings",
+    metadata,
+    *_analytics_key(),
+    sa.Column("generation", sa.Integer, nullable=False),
+    sa.Column("member", sa.String, nullable=False),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partitions", sa.Integer, nullable=False),
+    sa.Column("shared", sa.Integer, nullable=False),
+    sa.Column("kept", sa.Integer, nullable=False),
+    sa.Column("missing", sa.Integer, nullable=False),
+)
+
+MEMBERS_AT = sa.Table(
+    "kstore_members_at",
+    metadata,
+    *_analytics_key(),
+    sa.Column("member", sa.String, nullable=False),
+    sa.Column("topic", sa.String, nullable=True),
+)
+
+TOPICS_AT = sa.Table(
+    "kstore_topics_at",
+    metadata,
+    *_analytics_key(),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partitions", sa.Integer, nullable=False),
+)
+
+DOUBLE_ASSIGNMENTS = sa.Table(
+    "kstore_double_assignments",
+    metadata,
+    *_analytics_key(),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partition", sa.Integer, nullable=False),
+    sa.Column("member", sa.String, nullable=False),
+)
+
+REVOCATIONS = sa.Table(
+    "kstore_revocations",
+    metadata,
+    *_analytics_key(),
+    sa.Column("member", sa.String, nullable=False),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partition", sa.Integer, nullable=False),
+)
+
+PROJECTIONS = (
+    STREAMS,
+    ASSIGNMENTS,
+    OWNERSHIP,
+    HOLDINGS,
+    MEMBERS_AT,
+    TOPICS_AT,
+    DOUBLE_ASSIGNMENTS,
+    REVOCATIONS,
+)
 """Tables derived from the log (``rebuild`` refills them; snapshots are cleared too)."""
