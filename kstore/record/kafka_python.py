@@ -1,0 +1,202 @@
+"""A kafka-python assignor that runs kstore's assignor and records what its group did.
+
+Name it in a consumer's ``partition_assignment_strategy``::
+
+    from kstore.record.kafka_python import recording_assignor
+    consumer = KafkaConsumer(
+        group_id="orders",
+        partition_assignment_strategy=[recording_assignor("range", store="kstore.duckdb",
+                                                          group="orders")],
+    )
+
+Every member sends its subscription with the partitions it owns and their generation
+(``ConsumerProtocolSubscription`` v2, as Kafka's own clients do for cooperative
+rebalancing), so kstore's sticky assignors see what they need. The member that leads a
+rebalance answers it with kstore's assignor of the same Kafka name (never kafka-python's
+own: its range and roundrobin drop members when static and dynamic members interleave)
+and, once the coordinator tells it the generation (``on_assignment``), appends that
+generation to the store: members that joined, left or changed their subscription, topic
+partition counts, and the ``AssignmentCompleted``. Its events are diffed against the
+store's fold of the group's ``recorded`` stream, so a new leader after a crash goes on
+where the old one stopped, and ids are deterministic. A recording failure is logged and
+never breaks the consumer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
+from kafka.protocol.consumer.metadata import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
+
+from kstore.assignors import AssignmentRequest, MemberSubscription, assign, strategies
+from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
+from kstore.record.poller import DescribedGroup, DescribedMember, diff, recorded_state
+from kstore.store.log import Store
+
+__all__ = ["RecordingAssignor", "recording_assignor"]
+
+log = logging.getLogger("kstore.record")
+_SUBSCRIPTION_VERSION = 2
+
+
+def _by_topic(partitions: Sequence[tuple[str, int]]) -> list[tuple[str, list[int]]]:
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in partitions:
+        grouped[topic].append(partition)
+    return [(topic, sorted(grouped[topic])) for topic in sorted(grouped)]
+
+
+class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
+    """kstore's assignor ``strategy`` for kafka-python, recording as the group's leader."""
+
+    def __init__(
+        self, strategy: str, store: Store | None, group: str, cluster: str = "default"
+    ) -> None:
+        if strategy not in strategies():
+            raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(strategies())})")
+        self._name = strategy
+        self.store = store
+        self.group = group
+        self.cluster = cluster
+        self.owned: list[tuple[str, int]] = []
+        self.generation = -1
+        self._pending: DescribedGroup | None = None
+        self._partition_counts: dict[str, int] = {}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def supported_protocols(self) -> list[RebalanceProtocol]:
+        if self._name == "cooperative-sticky":
+            return [RebalanceProtocol.COOPERATIVE]
+        return [RebalanceProtocol.EAGER]
+
+    def metadata(self, topics: Any) -> Any:
+        """This member's subscription, with what it owns and from which generation."""
+        entry = ConsumerProtocolSubscription.TopicPartition
+        return ConsumerProtocolSubscription(
+            version=_SUBSCRIPTION_VERSION,
+            topics=sorted(topics),
+            user_data=b"",
+            owned_partitions=[
+                entry(topic=topic, partitions=partitions)
+                for topic, partitions in _by_topic(self.owned)
+            ],
+            generation_id=self.generation,
+        )
+
+    def request(self, cluster: Any, members: Sequence[Any]) -> AssignmentRequest:
+        """The kstore request for kafka-python's view of the group (JoinGroup's members)."""
+        topics: dict[str, int] = {}
+        subscriptions: dict[str, MemberSubscription] = {}
+        for member in members:
+            subscription = member.metadata
+            for topic in subscription.topics:
+                partitions = cluster.partitions_for_topic(topic)
+                if partitions:
+                    topics[topic] = max(partitions) + 1
+                else:
+                    log.warning("no partition metadata for topic %s", topic)
+            owned = [
+                (entry.topic, partition)
+                for entry in getattr(subscription, "owned_partitions", None) or ()
+                for partition in entry.partitions
+            ]
+            generation = getattr(subscription, "generation_id", -1)
+            subscriptions[member.member_id] = MemberSubscription(
+                topics=list(subscription.topics),
+                owned=owned,
+                generation=generation if generation >= 0 else None,
+                rack=getattr(subscription, "rack_id", None),
+                instance_id=member.group_instance_id,
+            )
+        return AssignmentRequest(strategy=self._name, topics=topics, members=subscriptions)
+
+    def assign(self, cluster: Any, members: Sequence[Any]) -> dict[str, Any]:
+        request = self.request(cluster, members)
+        result = assign(request)
+        for warning in result.warnings:
+            log.warning("%s assignor: %s", self._name, warning)
+        answer = {}
+        described = []
+        for member in members:
+            partitions = list(result.assignment.get(member.member_id, []))
+            answer[member.member_id] = ConsumerProtocolAssignment(
+                version=0, assigned_partitions=_by_topic(partitions), user_data=b""
+            )
+            subscription = request.members[member.member_id]
+            described.append(
+                DescribedMember(
+                    member_id=member.member_id,
+                    client_id="",
+                    client_host="",
+                    instance_id=member.group_instance_id,
+                    subscription=Subscription(
+                        _SUBSCRIPTION_VERSION, tuple(subscription.topics), None
+                    ),
+                    assignment=Assignment(
+                        0,
+                        tuple(TopicPartitions(t, tuple(p)) for t, p in _by_topic(partitions)),
+                        None,
+                    ),
+                )
+            )
+        self._pending = DescribedGroup(
+            self.group, "Stable", "consumer", self._name, tuple(described)
+        )
+        self._partition_counts = dict(request.topics)
+        return answer
+
+    def on_assignment(self, assignment: Any, generation: int) -> None:
+        self.owned = sorted(
+            (topic, partition)
+            for topic, partitions in assignment.assigned_partitions
+            for partition in partitions
+        )
+        self.generation = generation
+        pending, self._pending = self._pending, None
+        if pending is None or self.store is None:
+            return
+        try:
+            self._record(pending, generation)
+        except Exception:
+            log.exception("could not record generation %d of %s", generation, self.group)
+
+    def _record(self, group: DescribedGroup, generation: int) -> None:
+        assert self.store is not None
+        state = recorded_state(self.store, self.cluster, self.group)
+        events = diff(
+            group,
+            state,
+            self._partition_counts,
+            datetime.now(UTC),
+            self.cluster,
+            generation=generation,
+        )
+        result = self.store.append(events)
+        log.info(
+            "recorded generation %d of %s: %d events (%d new)",
+            generation,
+            self.group,
+            len(events),
+            result.stored,
+        )
+
+
+def recording_assignor(
+    strategy: str, store: Store | str | Path | None, group: str, cluster: str = "default"
+) -> RecordingAssignor:
+    """A ``RecordingAssignor`` for ``partition_assignment_strategy`` (store None: no record)."""
+    if store is not None and not isinstance(store, Store):
+        store = Store(store)
+    return RecordingAssignor(strategy, store, group, cluster)

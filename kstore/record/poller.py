@@ -1,0 +1,427 @@
+"""The poller: the broker's present view of groups, diffed against the store, as events.
+
+A poll asks the admin API for the groups (ListGroups), each group's members with their
+subscription and assignment bytes (DescribeGroups, the fields of Kafka's
+``DescribeGroupsResponse``) and the partition counts of the topics involved (Metadata).
+``diff`` compares one described group with the fold of its ``recorded`` stream and
+gives the events that bring the stream up to the present: topic changes, members that
+joined, left or changed their subscription, and, once the group is ``Stable`` with an
+assignment that differs from the stream's, a new generation.
+
+DescribeGroups carries no generation, so the poller infers one: the stream's generation
+plus one. Such a generation is always announced by a ``RebalanceStarted`` whose
+``reason`` starts with ``INFERRED_REASON`` and names what changed; that reason is how a
+reader tells an inferred generation from one Kafka numbered (events.md fixes the data
+of ``AssignmentCompleted``, so the mark goes on the event before it).
+
+Starting from the stream's fold makes the poller stateless: a restart, or two pollers of
+the same group on one store, compute the same events with the same ids (a hash of the
+stream version they build on and the event's content), so nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kafka.errors import KafkaError
+
+from kstore.record.config import KafkaSettings
+from kstore.record.offsets_codec import (
+    Assignment,
+    OffsetsDecodeError,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+)
+from kstore.store.events import (
+    AssignmentCompleted,
+    Event,
+    EventData,
+    MemberJoined,
+    MemberLeft,
+    MemberReplaced,
+    RebalanceStarted,
+    StreamId,
+    SubscriptionChanged,
+    TopicChanged,
+    TopicDeleted,
+)
+from kstore.store.fold import GroupState
+from kstore.store.log import ConcurrencyError, Store
+
+__all__ = [
+    "INFERRED_REASON",
+    "AdminView",
+    "DescribedGroup",
+    "DescribedMember",
+    "Poller",
+    "diff",
+    "recorded_state",
+    "relevant_topics",
+]
+
+INFERRED_REASON = "inferred by poller"
+_NAMESPACE = uuid.UUID("0d3c7a3e-51b4-4c55-8f0e-7b7f3f0c2a61")
+_COOPERATIVE = frozenset({"cooperative-sticky"})
+_EAGER = frozenset({"range", "roundrobin", "sticky"})
+log = logging.getLogger("kstore.record")
+# A poll failing with these is the broker's or the network's doing: retry with backoff.
+_RETRIED = (KafkaError, OSError, TimeoutError)
+
+
+@dataclass(frozen=True)
+class DescribedMember:
+    """A member as DescribeGroups gives it; metadata and assignment decoded when valid."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    instance_id: str | None
+    subscription: Subscription | None
+    assignment: Assignment | None
+
+    @classmethod
+    def from_response(
+        cls,
+        group: str,
+        member_id: str,
+        client_id: str,
+        client_host: str,
+        instance_id: str | None,
+        metadata: bytes,
+        assignment: bytes,
+    ) -> DescribedMember:
+        """Decode the member's bytes; undecodable bytes are logged and left out."""
+
+        def decode(kind: str, data: bytes, decoder: Any) -> Any:
+            if not data:
+                return None
+            try:
+                return decoder(data, f"{group}/{member_id}/{kind}")
+            except OffsetsDecodeError as exc:
+                log.warning("describe: %s", exc)
+                return None
+
+        return cls(
+            member_id,
+            client_id,
+            client_host,
+            instance_id,
+            decode("member_metadata", metadata, decode_subscription),
+            decode("member_assignment", assignment, decode_assignment),
+        )
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self.subscription.topics) if self.subscription else []
+
+    def partitions(self) -> list[tuple[str, int]]:
+        if self.assignment is None:
+            return []
+        return sorted(
+            (entry.topic, partition)
+            for entry in self.assignment.partitions
+            for partition in entry.partitions
+        )
+
+
+@dataclass(frozen=True)
+class DescribedGroup:
+    """One group of a DescribeGroups response (``state``: Kafka's group state name)."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[DescribedMember, ...]
+
+
+def relevant_topics(group: DescribedGroup, state: GroupState) -> set[str]:
+    """Topics whose partition counts the diff needs: subscribed, assigned or known."""
+    topics = set(state.topics)
+    for member in group.members:
+        topics.update(member.topics)
+        topics.update(topic for topic, _ in member.partitions())
+    return topics
+
+
+def _changes(
+    group: DescribedGroup,
+    state: GroupState,
+    topics: Mapping[str, int],
+    generation: int | None,
+) -> list[EventData]:
+    """The data of the events, in order, that bring ``state`` to what ``group`` shows.
+
+    ``generation``: the group's generation when known (then always a new one), or None
+    to infer one when the assignment changed.
+    """
+    out: list[EventData] = []
+    for topic in sorted(relevant_topics(group, state)):
+        count = topics.get(topic)
+        if count is None:
+            if topic in state.topics:
+                out.append(TopicDeleted(topic=topic))
+        elif count >= 1 and state.topics.get(topic) != count:
+            out.append(TopicChanged(topic=topic, partitions=count))
+
+    if group.state in ("Empty", "Dead") or group.protocol_type not in ("consumer", ""):
+        described: dict[str, DescribedMember] = {}
+    else:
+        described = {member.member_id: member for member in group.members}
+
+    known = dict(state.members)
+    joined = [m for m in described.values() if m.member_id not in known]
+    gone = [member_id for member_id in known if member_id not in described]
+    # A static member back under a new id, with the old one's partitions: a replacement.
+    for old_id in list(gone):
+        instance = known[old_id].instance_id
+        new = next((m for m in joined if instance and m.instance_id == instance), None)
+        if new is None or new.partitions() != sorted(state.assignment.get(old_id, ())):
+            continue
+        assert instance is not None
+        out.append(
+            MemberReplaced(old_member_id=old_id, new_member_id=new.member_id, instance_id=instance)
+        )
+        gone.remove(old_id)
+        joined.remove(new)
+        known[new.member_id] = known.pop(old_id)
+    out.extend(MemberLeft(member_id=member_id, reason="other") for member_id in gone)
+    for member in described.values():
+        if member in joined:
+            rack = member.subscription.rack_id if member.subscription else None
+            data = {
+                "member_id": member.member_id,
+                "topics": member.topics,
+                "instance_id": member.instance_id,
+                "client_id": member.client_id or None,
+                "host": member.client_host or None,
+                "rack": rack,
+                "protocols": [group.protocol] if group.protocol else None,
+            }
+            out.append(MemberJoined(**{k: v for k, v in data.items() if v is not None}))
+        elif sorted(set(known[member.member_id].topics)) != sorted(set(member.topics)):
+            out.append(SubscriptionChanged(member_id=member.member_id, topics=member.topics))
+
+    if group.state != "Stable" or not described:
+        return out
+    assignment = {member_id: member.partitions() for member_id, member in described.items()}
+    before = {member_id: sorted(tps) for member_id, tps in state.assignment.items()}
+    if generation is not None:
+        if generation == state.generation:
+            return out
+        reason = f"generation {generation}"
+    else:
+        if assignment == before and group.protocol == state.strategy:
+            return out
+        generation = (state.generation or 0) + 1
+        reason = f"{INFERRED_REASON}: {_what_changed(assignment, before, group, state)}"
+    out.append(RebalanceStarted(generation=generation, reason=reason))
+    if group.protocol in _COOPERATIVE:
+        protocol: str | None = "cooperative"
+    else:
+        protocol = "eager" if group.protocol in _EAGER else None
+    payload: dict[str, Any] = {
+        "generation": generation,
+        "strategy": group.protocol or "unknown",
+        "assignment": assignment,
+    }
+    if protocol is not None:
+        payload["protocol"] = protocol
+    out.append(AssignmentCompleted(**payload))
+    return out
+
+
+def _what_changed(
+    assignment: dict[str, list[tuple[str, int]]],
+    before: dict[str, list[tuple[str, int]]],
+    group: DescribedGroup,
+    state: GroupState,
+) -> str:
+    what = []
+    if set(assignment) != set(before):
+        what.append("member set changed")
+    if any(assignment.get(m) != before.get(m) for m in assignment.keys() & before.keys()):
+        what.append("assignment changed")
+    if group.protocol != state.strategy and state.strategy is not None:
+        what.append("strategy changed")
+    return ", ".join(what) or "first poll"
+
+
+def diff(
+    group: DescribedGroup,
+    state: GroupState,
+    topics: Mapping[str, int],
+    at: datetime,
+    cluster: str = "default",
+    generation: int | None = None,
+) -> list[Event]:
+    """Events that bring the ``recorded`` stream (folded into ``state``) to ``group``.
+
+    ``topics`` maps topic names to partition counts (topics missing from it no longer
+    exist). ``generation`` is the group's generation when the caller knows it (a
+    recording group leader); otherwise a changed assignment gets an inferred one. Event
+    ids are derived from the stream version and each event's content.
+    """
+    events = []
+    for index, data in enumerate(_changes(group, state, topics, generation)):
+        body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
+        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+        name = f"{cluster}/{group.group_id}/{state.version}/{index}/{digest}"
+        events.append(
+            Event(
+                event_id=f"poll-{uuid.uuid5(_NAMESPACE, name)}",
+                cluster=cluster,
+                group=group.group_id,
+                timeline="recorded",
+                at=at,
+                data=data,
+            )
+        )
+    return events
+
+
+def recorded_state(store: Store, cluster: str, group: str) -> GroupState:
+    """The fold of the group's ``recorded`` stream (empty when there is none yet)."""
+    stream = StreamId(cluster, group, "recorded")
+    if stream not in {info.stream for info in store.streams()}:
+        return GroupState()
+    return store.state(stream)
+
+
+class AdminView(Protocol):
+    """What a poll asks the broker (``KafkaAdminView`` live; fakes in tests)."""
+
+    def group_ids(self) -> list[str]: ...
+
+    def describe(self, group_ids: list[str]) -> list[DescribedGroup]: ...
+
+    def partition_counts(self, topics: Collection[str]) -> dict[str, int]: ...
+
+    def close(self) -> None: ...
+
+
+class Poller:
+    """Polls the admin view and appends each group's differences to the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        admin: AdminView,
+        *,
+        cluster: str = "default",
+        groups: Collection[str] | None = None,
+    ) -> None:
+        self.store = store
+        self.admin = admin
+        self.cluster = cluster
+        self.groups = None if groups is None else sorted(groups)
+        self.stored = 0
+
+    def poll_once(self, at: datetime | None = None) -> int:
+        """One poll: the number of new events stored."""
+        at = at or datetime.now(UTC)
+        ids = self.groups if self.groups is not None else sorted(self.admin.group_ids())
+        described = self.admin.describe(ids) if ids else []
+        states = {
+            g.group_id: recorded_state(self.store, self.cluster, g.group_id) for g in described
+        }
+        wanted: set[str] = set()
+        for group in described:
+            wanted |= relevant_topics(group, states[group.group_id])
+        counts = self.admin.partition_counts(sorted(wanted)) if wanted else {}
+        stored = 0
+        for group in described:
+            state = states[group.group_id]
+            events = diff(group, state, counts, at, self.cluster)
+            if not events:
+                continue
+            stream = events[0].stream
+            try:
+                result = self.store.append(events, expected_version={stream: state.version})
+            except ConcurrencyError:
+                log.info("%s moved on while polling; its changes wait for the next poll", stream)
+                continue
+            stored += result.stored
+            for event in events:
+                log.info("recorded %s %s %s", event.group, event.type, event.data.to_dict())
+        self.stored += stored
+        return stored
+
+    def run(self, interval: float, stop: threading.Event, polls: int | None = None) -> int:
+        """Poll every ``interval`` seconds until ``stop`` (or ``polls`` polls) ; errors retry."""
+        done = 0
+        pause = min(interval, 1.0)
+        while not stop.is_set() and (polls is None or done < polls):
+            try:
+                self.poll_once()
+                pause = min(interval, 1.0)
+            except _RETRIED as exc:
+                log.warning("poll failed (%s); retrying in %.1f s", exc, pause)
+                stop.wait(pause)
+                pause = min(pause * 2, 30.0)
+                continue
+            done += 1
+            if polls is None or done < polls:
+                stop.wait(interval)
+        return self.stored
+
+
+class KafkaAdminView:
+    """The admin API through kafka-python, keeping DescribeGroups' member bytes raw."""
+
+    def __init__(self, settings: KafkaSettings) -> None:
+        from kafka.admin import KafkaAdminClient
+
+        class _RawDescribe(KafkaAdminClient):  # type: ignore[misc]
+            def _describe_groups_process_response(self, response: Any) -> Any:
+                return {group.group_id: group for group in response.groups}
+
+        self._settings = settings
+        self._client = _RawDescribe(**settings.kafka_python(client_id="kstore-poller"))
+
+    def group_ids(self) -> list[str]:
+        return sorted({g["group_id"] for g in self._client.list_groups()})
+
+    def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+        out = []
+        for group_id, raw in sorted(self._client.describe_groups(group_ids).items()):
+            if raw.error_code:
+                log.warning("describe %s: error code %d", group_id, raw.error_code)
+                continue
+            members = tuple(
+                DescribedMember.from_response(
+                    group_id,
+                    member.member_id,
+                    member.client_id,
+                    member.client_host,
+                    getattr(member, "group_instance_id", None),
+                    bytes(member.member_metadata or b""),
+                    bytes(member.member_assignment or b""),
+                )
+                for member in raw.members
+            )
+            out.append(
+                DescribedGroup(
+                    group_id, raw.group_state, raw.protocol_type, raw.protocol_data, members
+                )
+            )
+        return out
+
+    def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        counts = {}
+        for topic in self._client.describe_topics(list(topics)):
+            if not topic.get("error_code") and topic.get("partitions"):
+                counts[topic["name"]] = len(topic["partitions"])
+        return counts
+
+    def close(self) -> None:
+        self._client.close()
