@@ -186,6 +186,52 @@ def rebuild_cmd() -> None:
 
 # --- simulation (kstore/simulate) ------------------------------------------------------
 
+
+@app.command("simulate")
+def simulate_cmd(
+    scenario: Annotated[
+        str | None, typer.Argument(help="Scenario file (YAML); or use --generate.")
+    ] = None,
+    generate: Annotated[
+        str | None,
+        typer.Option(
+            "--generate",
+            help="Generate a scenario: steady-churn, autoscaling, flapping-member, rolling-deploy.",
+        ),
+    ] = None,
+    members: Annotated[int, typer.Option("--members", help="Members (generated).")] = 10,
+    steps: Annotated[int, typer.Option("--steps", help="Steps (generated).")] = 100,
+    strategy: Annotated[
+        str | None, typer.Option("--strategy", help="The assignor every member uses.")
+    ] = None,
+    protocol: Annotated[
+        str | None, typer.Option("--protocol", help="eager, cooperative or consumer.")
+    ] = None,
+    timeline: Annotated[
+        str | None, typer.Option("--timeline", help="Default sim/<scenario name>.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, same events.")] = 0,
+    progress: Annotated[
+        bool, typer.Option("--progress", help="Progress bar even when stderr is no terminal.")
+    ] = False,
+) -> None:
+    """Run Kafka's group protocol through a scenario; append the events to the store."""
+    from kstore.commands.simulate import simulate
+
+    simulate(
+        ctx_state.store,
+        scenario,
+        kind=generate,
+        members=members,
+        steps=steps,
+        seed=seed,
+        strategy=strategy,
+        protocol=protocol,  # type: ignore[arg-type]
+        timeline=timeline,
+        progress=progress,
+    )
+
+
 # --- analytics (kstore/analytics) ------------------------------------------------------
 
 # --- recorders (kstore/record) ---------------------------------------------------------

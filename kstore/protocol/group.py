@@ -21,7 +21,7 @@ from kstore.protocol.clock import EventQueue
 from kstore.protocol.find_coordinator import coordinator_partition
 from kstore.protocol.ownership import OwnershipLedger
 from kstore.protocol.settings import ProtocolSettings
-from kstore.store.events import Event, EventData, StreamId, TopicChanged
+from kstore.store.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
 from kstore.store.fold import GroupState
 
 __all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch", "event_id"]
@@ -100,6 +100,7 @@ class GroupSim:
         self.coordinator = coordinator_partition(stream.group, settings.offsets_topic_partitions)
         self.coordinator_moves = 0
         self.refused: list[str] = []
+        self.rebalances = 0
         self.emitted: list[Event] = []
         """Events this run produced that the store did not hold yet."""
         self.member_clients: dict[str, Client] = {}
@@ -142,6 +143,8 @@ class GroupSim:
         else:
             self.emitted.append(event)
         self.state.apply(event)
+        if isinstance(data, RebalanceStarted):
+            self.rebalances += 1
         return event
 
     @property

@@ -1,0 +1,99 @@
+"""``kstore simulate``: run a scenario (a file or a generated one) into the store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kstore._errors import UsageError
+from kstore.protocol.settings import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
+from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
+from kstore.store.log import Store
+
+__all__ = ["simulate"]
+
+
+def _scenario(
+    file: str | None,
+    kind: str | None,
+    members: int,
+    steps: int,
+    seed: int,
+    protocol: str | None,
+) -> Scenario:
+    if (file is None) == (kind is None):
+        raise UsageError("give a SCENARIO file or --generate KIND, not both")
+    if kind is not None:
+        return generate(kind, members=members, steps=steps, seed=seed)
+    assert file is not None
+    return load_scenario(Path(file))
+
+
+def _override(scenario: Scenario, strategy: str | None, protocol: str | None) -> Scenario:
+    """``--protocol`` / ``--strategy``: every member then offers the group's strategy."""
+    if protocol is None and strategy is None:
+        return scenario
+    proto = protocol or scenario.protocol
+    if proto not in ("eager", "cooperative", "consumer"):
+        raise UsageError(f"--protocol: one of eager, cooperative, consumer (not {proto})")
+    allowed = CONSUMER_STRATEGIES if proto == "consumer" else CLASSIC_STRATEGIES
+    if strategy is not None and strategy not in allowed:
+        raise UsageError(
+            f"--strategy {strategy} does not go with protocol {proto} (one of {', '.join(allowed)})"
+        )
+    if strategy is None and scenario.strategy in allowed and proto != "cooperative":
+        strategy = scenario.strategy
+    raw = scenario.model_dump(by_alias=True)
+    raw.update(protocol=proto, strategy=strategy)
+    for group in raw["members"]:
+        group["protocols"] = None
+    return Scenario.model_validate(raw)
+
+
+def simulate(
+    store_path: Path,
+    file: str | None,
+    *,
+    kind: str | None,
+    members: int,
+    steps: int,
+    seed: int,
+    strategy: str | None,
+    protocol: Protocol | None,
+    timeline: str | None,
+    progress: bool,
+) -> None:
+    scenario = _override(_scenario(file, kind, members, steps, seed, protocol), strategy, protocol)
+    store = Store(store_path)
+    if not store_path.exists():
+        store.init()
+    show = progress or sys.stderr.isatty()
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("simulating {task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}% of simulated time"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(scenario.name, total=scenario.end)
+        result = run_scenario(
+            scenario,
+            store=store,
+            timeline=timeline or f"sim/{scenario.name}",
+            seed=seed,
+            progress=lambda now, end: bar.update(task, completed=now, total=end),
+        )
+    summary = summarise(result.sim)
+    for line in summary.lines():
+        typer.echo(line)
+    stored = f"{result.appended} events appended"
+    if result.resumed:
+        stored += f" (resumed after {result.resumed} already stored)"
+    typer.echo(f"store        {stored} to {store_path}")

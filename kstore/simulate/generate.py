@@ -1,0 +1,82 @@
+"""Generated scenarios for load and exploration: ``--generate KIND --members N --steps K``."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kstore._errors import UsageError
+from kstore.protocol.settings import Protocol
+from kstore.simulate.scenario import Scenario
+
+__all__ = ["KINDS", "generate"]
+
+KINDS = ("steady-churn", "autoscaling", "flapping-member", "rolling-deploy")
+
+_GAP_MS = 20_000
+
+
+def _name(i: int) -> str:
+    return f"c-{i:03d}"
+
+
+def generate(
+    kind: str, *, members: int, steps: int, seed: int, protocol: Protocol = "eager"
+) -> Scenario:
+    """A scenario of ``steps`` timed steps over a group of ``members`` consumers.
+
+    - ``steady-churn``: members leave, crash and join at random, the size staying near N;
+    - ``autoscaling``: the group is scaled between N/2 and 2N and back;
+    - ``flapping-member``: one member is cut off, slowed and restarted over and over;
+    - ``rolling-deploy``: members restart one after the other, round after round.
+    """
+    if kind not in KINDS:
+        raise UsageError(f"--generate: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    if members < 1 or steps < 0:
+        raise UsageError("--members must be at least 1 and --steps at least 0")
+    rng = random.Random(seed)
+    partitions = max(members * 2, 12)
+    racks = ["r1", "r2", "r3"]
+    alive = [_name(i) for i in range(members)]
+    next_index = members
+    plan: list[dict[str, Any]] = []
+    at = 30_000
+    for _ in range(steps):
+        at += rng.randrange(_GAP_MS // 2, _GAP_MS * 3 // 2)
+        step: dict[str, Any] = {"at": at}
+        if kind == "steady-churn":
+            roll = rng.random()
+            if (roll < 0.45 or len(alive) <= 1) and len(alive) < members * 3 // 2 + 1:
+                name = _name(next_index)
+                next_index += 1
+                alive.append(name)
+                step["join"] = {"name": name, "topics": ["events"], "rack": rng.choice(racks)}
+            elif roll < 0.75:
+                step["leave"] = alive.pop(rng.randrange(len(alive)))
+            else:
+                step["restart"] = {
+                    "member": rng.choice(alive),
+                    "down": rng.randrange(1_000, 60_000),
+                    "clean": rng.random() < 0.5,
+                }
+        elif kind == "autoscaling":
+            step["scale"] = rng.randrange(max(members // 2, 1), members * 2 + 1)
+        elif kind == "flapping-member":
+            action = rng.choice(["cut-off", "slow", "restart"])
+            if action == "restart":
+                step["restart"] = {"member": alive[0], "down": rng.randrange(1_000, 30_000)}
+            else:
+                step[action] = {"member": alive[0], "for": rng.randrange(5_000, 90_000)}
+        else:
+            step["restart"] = {"member": alive[len(plan) % len(alive)], "down": 8_000}
+        plan.append(step)
+    return Scenario.model_validate(
+        {
+            "name": f"{kind}-{members}-{steps}-{seed}",
+            "protocol": protocol,
+            "topics": {"events": partitions},
+            "members": [{"count": members, "topics": ["events"], "racks": racks}],
+            "steps": plan,
+            "until": at + 300_000,
+        }
+    )

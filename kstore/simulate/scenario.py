@@ -1,0 +1,304 @@
+"""Scenario files: YAML validated with pydantic; errors name the line they come from."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from kstore._errors import UsageError
+from kstore.protocol.settings import (
+    CLASSIC_STRATEGIES,
+    CONSUMER_STRATEGIES,
+    Protocol,
+    ProtocolSettings,
+)
+
+__all__ = [
+    "MemberGroup",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "TopicSpec",
+    "load_scenario",
+    "parse_duration",
+    "parse_scenario",
+]
+
+
+class ScenarioError(UsageError):
+    """A scenario that cannot be run; the message starts with ``FILE:LINE:``."""
+
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+
+
+def parse_duration(value: Any) -> int:
+    """Milliseconds from ``250`` (ms), ``"250ms"``, ``"10s"``, ``"5m"`` or ``"1h"``."""
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of ms or text like 10s, 5m, 1h")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return value
+    if isinstance(value, str):
+        found = _DURATION.match(value)
+        if found:
+            return round(float(found.group(1)) * _UNITS[found.group(2)])
+    raise ValueError("a duration is a number of ms or text like 250ms, 10s, 5m, 1h")
+
+
+Ms = Annotated[int, BeforeValidator(parse_duration)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class TopicSpec(_Model):
+    partitions: int = Field(ge=1)
+    racks: list[list[str]] | None = None
+    """Per partition, the racks of its replicas (KIP-881 rack-aware assignment)."""
+
+
+def _topic(value: Any) -> Any:
+    return (
+        {"partitions": value} if isinstance(value, int) and not isinstance(value, bool) else value
+    )
+
+
+class MemberGroup(_Model):
+    """One member, or ``count`` alike ones named ``{prefix}{index}``."""
+
+    name: str | None = None
+    count: int = Field(1, ge=1)
+    prefix: str = "c-"
+    topics: list[str]
+    protocols: list[str] | None = None
+    """Assignors in preference order (default: the scenario's strategy)."""
+    rack: str | None = None
+    racks: list[str] | None = None
+    """Racks handed out in turn to the members of a ``count``."""
+    static: bool = False
+    """Static members (KIP-345): ``group.instance.id`` = the member's name."""
+
+    @model_validator(mode="after")
+    def _one_name(self) -> MemberGroup:
+        if self.name is not None and self.count != 1:
+            raise ValueError("give either name (one member) or count (several)")
+        return self
+
+
+class _Named(_Model):
+    member: str
+
+
+class RestartAction(_Named):
+    down: Ms = 10_000
+    clean: bool = True
+
+
+class SubscribeAction(_Named):
+    topics: list[str]
+
+
+class ForAction(_Named):
+    duration: Ms = Field(alias="for")
+
+
+class RollingRestart(_Model):
+    down: Ms = 10_000
+    interval: Ms = 30_000
+    clean: bool = True
+
+
+class PartitionsAction(_Model):
+    topic: str
+    count: int = Field(ge=1)
+    racks: list[list[str]] | None = None
+
+
+class JoinAction(_Model):
+    name: str
+    topics: list[str]
+    protocols: list[str] | None = None
+    rack: str | None = None
+    static: bool = False
+
+
+ACTIONS = (
+    "join",
+    "leave",
+    "crash",
+    "restart",
+    "rolling-restart",
+    "scale",
+    "subscribe",
+    "partitions",
+    "slow",
+    "cut-off",
+    "coordinator-failover",
+)
+
+
+class Step(_Model):
+    """At ``at`` (from the start), exactly one action."""
+
+    at: Ms
+    join: JoinAction | None = None
+    leave: str | None = None
+    crash: str | None = None
+    restart: RestartAction | None = None
+    rolling_restart: RollingRestart | None = Field(None, alias="rolling-restart")
+    scale: int | None = Field(None, ge=0)
+    subscribe: SubscribeAction | None = None
+    partitions: PartitionsAction | None = None
+    slow: ForAction | None = None
+    cut_off: ForAction | None = Field(None, alias="cut-off")
+    coordinator_failover: bool | None = Field(None, alias="coordinator-failover")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Step:
+        given = [a for a in ACTIONS if getattr(self, a.replace("-", "_")) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"a step needs exactly one action of {', '.join(ACTIONS)} (got {len(given)})"
+            )
+        return self
+
+    @property
+    def action(self) -> str:
+        return next(a for a in ACTIONS if getattr(self, a.replace("-", "_")) is not None)
+
+
+class Scenario(_Model):
+    name: str
+    group: str | None = None
+    cluster: str = "default"
+    start: AwareDatetime = datetime(2026, 1, 1, tzinfo=UTC)
+    protocol: Protocol = "eager"
+    strategy: str | None = None
+    """Default assignor: ``range`` (classic) or ``uniform`` (consumer)."""
+    settings: ProtocolSettings = ProtocolSettings()
+    topics: dict[str, Annotated[TopicSpec, BeforeValidator(_topic)]]
+    members: list[MemberGroup]
+    steps: list[Step] = []
+    until: Ms | None = None
+    """Where the run stops (default: five minutes after the last step)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        allowed = CONSUMER_STRATEGIES if self.protocol == "consumer" else CLASSIC_STRATEGIES
+        if self.strategy is not None and self.strategy not in allowed:
+            raise ValueError(
+                f"strategy {self.strategy} does not go with protocol {self.protocol} "
+                f"(one of {', '.join(allowed)})"
+            )
+        if self.protocol == "cooperative":
+            for group in self.members:
+                if group.protocols and set(group.protocols) != {"cooperative-sticky"}:
+                    raise ValueError(
+                        "protocol cooperative: Kafka's clients use COOPERATIVE only when all "
+                        "their assignors support it (here: cooperative-sticky only)"
+                    )
+            if self.strategy not in (None, "cooperative-sticky"):
+                raise ValueError("protocol cooperative needs strategy cooperative-sticky")
+        return self
+
+    @property
+    def default_strategy(self) -> str:
+        if self.strategy is not None:
+            return self.strategy
+        return {"consumer": "uniform", "cooperative": "cooperative-sticky"}.get(
+            self.protocol, "range"
+        )
+
+    @property
+    def group_id(self) -> str:
+        return self.group or self.name
+
+    @property
+    def end(self) -> int:
+        if self.until is not None:
+            return self.until
+        last = 0
+        for step in self.steps:
+            span = 0
+            if step.rolling_restart is not None:
+                span = step.rolling_restart.interval * sum(g.count for g in self.members)
+            last = max(last, step.at + span)
+        return last + 300_000
+
+
+# --- YAML with line numbers ---------------------------------------------------------------
+
+
+def _to_data(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = yaml.safe_load(yaml.serialize(key_node))
+            out[key] = _to_data(value_node, (*path, key), lines)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_data(item, (*path, i), lines) for i, item in enumerate(node.value)]
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def _line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
+    path = tuple(
+        part for part in loc if not (isinstance(part, str) and part.startswith("function-"))
+    )
+    while path not in lines and path:
+        path = path[:-1]
+    return lines.get(path, 1)
+
+
+def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    """Validate a scenario's YAML text; ``ScenarioError`` names ``source:line``."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise ScenarioError(
+            f"{source}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}"
+        ) from None
+    if node is None:
+        raise ScenarioError(f"{source}:1: empty scenario")
+    lines: dict[tuple[Any, ...], int] = {}
+    data = _to_data(node, (), lines)
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}:1: a scenario is a mapping (name, topics, members, steps)")
+    data.setdefault("name", Path(source).stem)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        where = ".".join(str(p) for p in loc) or "scenario"
+        message = first["msg"].removeprefix("Value error, ")
+        raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {where}: {message}") from None
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{file}: cannot read: {exc.strerror}") from None
+    return parse_scenario(text, str(file))
