@@ -1,0 +1,65 @@
+-- anomalies: odd facts of each rebalance: partitions assigned to more than one member
+-- (kind 'double-assigned', one row per partition, `members` listing them), partitions
+-- of subscribed topics assigned to nobody ('unassigned'), partitions that do not exist
+-- ('nonexistent-partition'), and members given partitions while not in the group
+-- ('unknown-member', one row per member and topic, `partitions` counting them).
+-- Parameters: $cluster, $group, $timeline (NULL: all).
+WITH
+events AS (
+    SELECT cluster, group_id, timeline, version, "at", generation
+    FROM kstore_rebalances
+    WHERE ($cluster IS NULL OR cluster = $cluster)
+      AND ($group IS NULL OR group_id = $group)
+      AND ($timeline IS NULL OR timeline = $timeline)
+),
+doubles AS (
+    SELECT cluster, group_id, timeline, version, 'double-assigned' AS kind,
+           topic, "partition", string_agg(member, ',' ORDER BY member) AS members,
+           1 AS partitions
+    FROM kstore_double_assignments JOIN events USING (cluster, group_id, timeline, version)
+    GROUP BY ALL
+),
+wanted AS (
+    SELECT DISTINCT x.cluster, x.group_id, x.timeline, x.version, x.topic, x.partitions
+    FROM kstore_topics_at x
+    JOIN events USING (cluster, group_id, timeline, version)
+    JOIN kstore_members_at m USING (cluster, group_id, timeline, version, topic)
+),
+unassigned AS (
+    SELECT w.cluster, w.group_id, w.timeline, w.version, 'unassigned' AS kind,
+           w.topic, CAST(p.range AS INTEGER) AS "partition", NULL AS members, 1 AS partitions
+    FROM wanted w, range(w.partitions) p
+    WHERE NOT EXISTS (
+        SELECT 1 FROM kstore_assignments a
+        WHERE a.cluster = w.cluster AND a.group_id = w.group_id AND a.timeline = w.timeline
+          AND a.version = w.version AND a.topic = w.topic AND a."partition" = p.range)
+),
+nonexistent AS (
+    SELECT DISTINCT a.cluster, a.group_id, a.timeline, a.version,
+           'nonexistent-partition' AS kind, a.topic, a."partition",
+           NULL AS members, 1 AS partitions
+    FROM kstore_assignments a
+    JOIN events USING (cluster, group_id, timeline, version)
+    LEFT JOIN kstore_topics_at x USING (cluster, group_id, timeline, version, topic)
+    WHERE x.partitions IS NULL OR a."partition" >= x.partitions
+),
+unknown AS (
+    SELECT h.cluster, h.group_id, h.timeline, h.version, 'unknown-member' AS kind,
+           h.topic, NULL AS "partition", h.member AS members, h.partitions
+    FROM kstore_holdings h
+    JOIN events USING (cluster, group_id, timeline, version)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM kstore_members_at m
+        WHERE m.cluster = h.cluster AND m.group_id = h.group_id AND m.timeline = h.timeline
+          AND m.version = h.version AND m.member = h.member)
+),
+found AS (
+    SELECT * FROM doubles
+    UNION ALL SELECT * FROM unassigned
+    UNION ALL SELECT * FROM nonexistent
+    UNION ALL SELECT * FROM unknown
+)
+SELECT f.cluster, f.group_id AS "group", f.timeline, f.version, e.generation, e."at",
+       f.kind, f.topic, f."partition", f.members, f.partitions
+FROM found f JOIN events e USING (cluster, group_id, timeline, version)
+ORDER BY f.cluster, "group", f.timeline, f.version, f.kind, f.topic, f."partition", f.members
