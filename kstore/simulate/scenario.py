@@ -239,6 +239,10 @@ class Scenario(_Model):
             span = 0
             if step.rolling_restart is not None:
                 span = step.rolling_restart.interval * sum(g.count for g in self.members)
+            elif step.restart is not None:
+                span = step.restart.down
+            elif step.slow is not None or step.cut_off is not None:
+                span = (step.slow or step.cut_off).duration  # type: ignore[union-attr]
             last = max(last, step.at + span)
         return last + 300_000
 
