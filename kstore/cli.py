@@ -236,6 +236,97 @@ def simulate_cmd(
 
 # --- recorders (kstore/record) ---------------------------------------------------------
 
+record_app = typer.Typer(help="Record real consumer groups into the store.", no_args_is_help=True)
+app.add_typer(record_app, name="record")
+
+_BootstrapOpt = Annotated[
+    str | None, typer.Option("--bootstrap-servers", help="host:port[,host:port...]")
+]
+_ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="Client settings (properties or YAML): SASL, TLS ..."),
+]
+_GroupsOpt = Annotated[
+    list[str] | None, typer.Option("--group", help="Record this group (repeatable).")
+]
+_AllGroupsOpt = Annotated[bool, typer.Option("--all-groups", help="Record every group.")]
+_RecordClusterOpt = Annotated[str, typer.Option("--cluster", help="The cluster's name.")]
+
+
+@record_app.command("offsets")
+def record_offsets_cmd(
+    bootstrap_servers: _BootstrapOpt = None,
+    config: _ConfigOpt = None,
+    group: _GroupsOpt = None,
+    all_groups: _AllGroupsOpt = False,
+    start: Annotated[
+        str, typer.Option("--from", help="Where a first run starts: beginning or now.")
+    ] = "beginning",
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Read a dump of records instead.")
+    ] = None,
+    cluster: _RecordClusterOpt = "default",
+    topic: Annotated[str, typer.Option("--topic", hidden=True)] = "__consumer_offsets",
+) -> None:
+    """Tail __consumer_offsets (until stopped) or read a dump; append the events."""
+    from kstore.commands.record import record_offsets
+
+    record_offsets(
+        ctx_state.store,
+        bootstrap_servers=bootstrap_servers,
+        config=config,
+        groups=group,
+        all_groups=all_groups,
+        start=start,
+        file=file,
+        cluster=cluster,
+        topic=topic,
+    )
+
+
+@record_app.command("poll")
+def record_poll_cmd(
+    bootstrap_servers: _BootstrapOpt = None,
+    config: _ConfigOpt = None,
+    group: _GroupsOpt = None,
+    all_groups: _AllGroupsOpt = False,
+    interval: Annotated[str, typer.Option("--interval", help="e.g. 5s, 500ms.")] = "5s",
+    cluster: _RecordClusterOpt = "default",
+    polls: Annotated[int | None, typer.Option("--polls", help="Stop after N polls.")] = None,
+) -> None:
+    """Poll the groups through the admin API (until stopped); append the differences."""
+    from kstore.commands.record import poll_groups
+
+    poll_groups(
+        ctx_state.store,
+        bootstrap_servers=bootstrap_servers,
+        config=config,
+        groups=group,
+        all_groups=all_groups,
+        interval=interval,
+        cluster=cluster,
+        polls=polls,
+    )
+
+
+@record_app.command("merge")
+def record_merge_cmd(
+    reports: Annotated[Path, typer.Option("--reports", help="The members' reports directory.")],
+    group: Annotated[str | None, typer.Option("--group", help="Only this group.")] = None,
+    cluster: _RecordClusterOpt = "default",
+    gap: Annotated[float, typer.Option("--gap", help="Seconds between rounds.")] = 1.0,
+    settle: Annotated[
+        float, typer.Option("--settle", help="Leave out a round younger than this (s).")
+    ] = 5.0,
+) -> None:
+    """Merge confluent-kafka members' rebalance reports into group events."""
+    from kstore.commands.record import merge_reports_cmd
+
+    merge_reports_cmd(
+        ctx_state.store, reports=reports, group=group, cluster=cluster, gap=gap, settle=settle
+    )
+
+
 # --- spark (kstore/spark) --------------------------------------------------------------
 
 

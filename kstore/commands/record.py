@@ -1,0 +1,167 @@
+"""``kstore record ...``: the recorders of real groups (kstore/record)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kstore._errors import UsageError
+from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
+
+__all__ = ["merge_reports_cmd", "parse_interval", "poll_groups", "record_offsets"]
+
+log = logging.getLogger("kstore.record")
+
+
+def parse_interval(text: str) -> float:
+    """``5s``, ``500ms``, ``2m`` or a bare number of seconds."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
+    if found is None or float(found.group(1)) <= 0:
+        raise UsageError(f"--interval: not a positive duration like 5s or 500ms: {text!r}")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[found.group(2)]
+    return float(found.group(1)) * scale
+
+
+def _groups(groups: list[str] | None, all_groups: bool) -> list[str] | None:
+    if all_groups and groups:
+        raise UsageError("give --group or --all-groups, not both")
+    if not all_groups and not groups:
+        raise UsageError("give --group G (repeatable) or --all-groups")
+    return None if all_groups else sorted(set(groups or []))
+
+
+@contextmanager
+def _running(settings: KafkaSettings | None) -> Iterator[threading.Event]:
+    """INFO logs to stderr (secrets masked); SIGINT/SIGTERM set the returned stop event."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    if settings is not None:
+        handler.addFilter(RedactingFilter(settings))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("%s: finishing the batch in flight", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)
+        log.removeHandler(handler)
+
+
+def record_offsets(
+    store_path: Path,
+    *,
+    bootstrap_servers: str | None,
+    config: Path | None,
+    groups: list[str] | None,
+    all_groups: bool,
+    start: str,
+    file: Path | None,
+    cluster: str,
+    topic: str,
+) -> None:
+    from kstore.store.events import parse_event
+    from kstore.store.log import Store
+
+    store = Store(store_path)
+    if file is not None:
+        from kstore.record.offsets_events import events_from_dump
+
+        if bootstrap_servers or config:
+            raise UsageError("--file reads a dump: no broker settings with it")
+        selected = None if all_groups or not groups else sorted(set(groups))
+        with _running(None):
+            raw_events, skipped, errors = events_from_dump(file, cluster, selected)
+            for error in errors:
+                log.warning("skipped a bad record: %s", error)
+            result = store.append([parse_event(event) for event in raw_events])
+        print(
+            f"{len(raw_events)} events ({result.stored} new, {result.already} already stored), "
+            f"{skipped} records skipped ({len(errors)} bad)"
+        )
+        return
+
+    from kstore.record.tail import Checkpoint, KafkaTopicSource, OffsetsTailer
+
+    if start not in ("beginning", "now"):
+        raise UsageError(f"--from: beginning or now, not {start!r}")
+    selected = _groups(groups, all_groups)
+    settings = load_settings(config, bootstrap_servers)
+    with settings.scrubbed_errors(), _running(settings) as stop:
+        settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
+        log.info("tailing %s (%s)", topic, settings.describe())
+        tailer = OffsetsTailer(
+            store,
+            Checkpoint.for_store(store_path, cluster, topic),
+            lambda positions: KafkaTopicSource(
+                settings,
+                topic,
+                positions,
+                "beginning" if start == "beginning" else "now",
+            ),
+            cluster=cluster,
+            groups=selected,
+            stop=stop,
+        )
+        stats = tailer.run()
+    print(
+        f"{stats.records} records, {stats.events} events ({stats.stored} new), "
+        f"{stats.bad} bad records skipped, {stats.retries} retries"
+    )
+
+
+def poll_groups(
+    store_path: Path,
+    *,
+    bootstrap_servers: str | None,
+    config: Path | None,
+    groups: list[str] | None,
+    all_groups: bool,
+    interval: str,
+    cluster: str,
+    polls: int | None,
+) -> None:
+    from kstore.record.poller import KafkaAdminView, Poller
+    from kstore.store.log import Store
+
+    seconds = parse_interval(interval)
+    selected = _groups(groups, all_groups)
+    settings = load_settings(config, bootstrap_servers)
+    with settings.scrubbed_errors(), _running(settings) as stop:
+        log.info("polling every %g s (%s)", seconds, settings.describe())
+        admin = KafkaAdminView(settings)
+        try:
+            poller = Poller(Store(store_path), admin, cluster=cluster, groups=selected)
+            stored = poller.run(seconds, stop, polls)
+        finally:
+            admin.close()
+    print(f"{stored} events stored")
+
+
+def merge_reports_cmd(
+    store_path: Path,
+    *,
+    reports: Path,
+    group: str | None,
+    cluster: str,
+    gap: float,
+    settle: float,
+) -> None:
+    from kstore.record.confluent import merge_reports, read_reports
+    from kstore.store.log import Store
+
+    events = merge_reports(read_reports(reports, group), cluster=cluster, gap=gap, settle=settle)
+    result = Store(store_path).append(events)
+    print(f"{len(events)} events ({result.stored} new, {result.already} already stored)")
