@@ -174,9 +174,9 @@ def run_scenario(
 
     def flush() -> None:
         nonlocal appended
+        if store is None or not sim.emitted:
+            return  # in memory, ``sim.emitted`` keeps the whole run
         batch, sim.emitted = sim.emitted, []
-        if store is None or not batch:
-            return
         if stop_after is not None:
             batch = batch[: max(stop_after - appended, 0)]
         version = len(stored) + appended

@@ -15,6 +15,8 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -199,14 +201,20 @@ class Scenario(_Model):
     until: Ms | None = None
     """Where the run stops (default: five minutes after the last step)."""
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Scenario:
-        allowed = CONSUMER_STRATEGIES if self.protocol == "consumer" else CLASSIC_STRATEGIES
-        if self.strategy is not None and self.strategy not in allowed:
+    @field_validator("strategy")
+    @classmethod
+    def _fits_protocol(cls, strategy: str | None, info: ValidationInfo) -> str | None:
+        protocol = info.data.get("protocol", "eager")
+        allowed = CONSUMER_STRATEGIES if protocol == "consumer" else CLASSIC_STRATEGIES
+        if strategy is not None and strategy not in allowed:
             raise ValueError(
-                f"strategy {self.strategy} does not go with protocol {self.protocol} "
+                f"strategy {strategy} does not go with protocol {protocol} "
                 f"(one of {', '.join(allowed)})"
             )
+        return strategy
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
         if self.protocol == "cooperative":
             for group in self.members:
                 if group.protocols and set(group.protocols) != {"cooperative-sticky"}:

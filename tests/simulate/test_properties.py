@@ -1,0 +1,84 @@
+"""Properties over generated scenarios, checked on the events each run writes."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kstore.simulate import generate, run_scenario
+from kstore.store.events import AssignmentCompleted, Event, MemberReplaced, RebalanceStarted
+from kstore.store.fold import GroupState
+
+_runs = st.tuples(
+    st.sampled_from(["steady-churn", "autoscaling", "flapping-member", "rolling-deploy"]),
+    st.sampled_from(["eager", "cooperative", "consumer"]),
+    st.integers(1, 6),
+    st.integers(0, 12),
+    st.integers(0, 2**16),
+)
+
+
+def _events(kind: str, protocol: str, members: int, steps: int, seed: int) -> list[Event]:
+    scenario = generate(kind, members=members, steps=steps, seed=seed, protocol=protocol)  # type: ignore[arg-type]
+    result = run_scenario(scenario, store=None, timeline="sim/p", seed=seed)
+    assert result.sim.state.version == len(result.sim.emitted)
+    return result.sim.emitted
+
+
+def _check_valid(state: GroupState, done: AssignmentCompleted) -> None:
+    assert set(done.assignment) == set(state.members)
+    seen: set[tuple[str, int]] = set()
+    for member_id, tps in done.assignment.items():
+        topics = state.members[member_id].topics
+        for topic, partition in tps:
+            assert topic in topics, f"{member_id} got {topic} it does not subscribe to"
+            assert 0 <= partition < state.topics[topic]
+            assert (topic, partition) not in seen, f"{topic}-{partition} assigned twice"
+            seen.add((topic, partition))
+    if done.protocol != "cooperative":
+        wanted = {
+            (t, p)
+            for m in state.members.values()
+            for t in m.topics
+            for p in range(state.topics.get(t, 0))
+        }
+        assert seen == wanted, "eager and consumer targets assign every subscribed partition"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_runs)
+def test_generated_runs_keep_kafkas_invariants(run: tuple[str, str, int, int, int]) -> None:
+    events = _events(*run)
+    state = GroupState()
+    generation = 0
+    previous: dict[tuple[str, int], str] = {}
+    for event in events:
+        data = event.data
+        if isinstance(data, RebalanceStarted):
+            assert data.generation == generation + 1
+        if isinstance(data, MemberReplaced):
+            previous = {
+                tp: (data.new_member_id if owner == data.old_member_id else owner)
+                for tp, owner in previous.items()
+            }
+        if isinstance(data, AssignmentCompleted):
+            _check_valid(state, data)
+            assert data.generation == generation + 1, "one generation per completed rebalance"
+            generation = data.generation
+            owners = {tuple(tp): m for m, tps in data.assignment.items() for tp in tps}
+            if data.protocol == "cooperative":
+                for tp, owner in owners.items():
+                    before = previous.get(tp)  # type: ignore[arg-type]
+                    assert before is None or before == owner or before not in data.assignment, (
+                        f"{tp} went straight from {before} to {owner}"
+                    )
+            previous = owners  # type: ignore[assignment]
+        state.apply(event)
+
+
+@settings(max_examples=8, deadline=None)
+@given(_runs)
+def test_same_scenario_and_seed_give_the_same_events(run: tuple[str, str, int, int, int]) -> None:
+    first = [e.to_dict() for e in _events(*run)]
+    second = [e.to_dict() for e in _events(*run)]
+    assert first == second

@@ -1,0 +1,82 @@
+"""Scenario files, the store round trip, resuming an interrupted run, and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kstore.cli import app
+from kstore.protocol.group import ResumeMismatch
+from kstore.simulate import ScenarioError, generate, load_scenario, parse_scenario, run_scenario
+from kstore.store.log import Store
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
+
+
+def _stored(store: Store, timeline: str) -> list[dict[str, object]]:
+    return [s.event.to_dict() for s in store.events(timeline=timeline)]
+
+
+def test_errors_name_the_line() -> None:
+    text = "name: x\ntopics:\n  t: 3\nmembers:\n  - count: 2\n    topics: [t]\nsteps:\n  - at: 10s\n    scale: -1\n"
+    with pytest.raises(ScenarioError, match=r"^s.yaml:9: steps.0.scale: "):
+        parse_scenario(text, "s.yaml")
+    with pytest.raises(ScenarioError, match=r"^s.yaml:8: steps.0: .*exactly one action"):
+        parse_scenario(text.replace("    scale: -1\n", ""), "s.yaml")
+    with pytest.raises(ScenarioError, match=r"^s.yaml:3: .*not valid YAML"):
+        parse_scenario("name: x\ntopics: [\n  :", "s.yaml")
+    with pytest.raises(ScenarioError, match=r"s.yaml:2: .*strategy uniform does not go"):
+        parse_scenario(
+            "name: x\nstrategy: uniform\ntopics: {t: 1}\nmembers: [{topics: [t]}]\n", "s.yaml"
+        )
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_load_and_run(path: Path) -> None:
+    scenario = load_scenario(path)
+    result = run_scenario(scenario, store=None, timeline="sim/example")
+    assert result.sim.rebalances >= 1
+    assert result.sim.state.generation is not None
+
+
+def test_interrupted_run_resumes_to_the_same_events(tmp_path: Path) -> None:
+    scenario = generate("steady-churn", members=6, steps=40, seed=3, protocol="cooperative")
+    straight = Store(tmp_path / "a.duckdb")
+    straight.init()
+    run_scenario(scenario, store=straight, timeline="sim/x", seed=3)
+    expected = _stored(straight, "sim/x")
+    assert len(expected) > 60
+
+    resumed = Store(tmp_path / "b.duckdb")
+    resumed.init()
+    cut = run_scenario(scenario, store=resumed, timeline="sim/x", seed=3, stop_after=37)
+    assert cut.appended == 37 and len(_stored(resumed, "sim/x")) == 37
+    again = run_scenario(scenario, store=resumed, timeline="sim/x", seed=3)
+    assert again.resumed == 37
+    assert _stored(resumed, "sim/x") == expected
+    # Once complete, running it again stores nothing.
+    assert run_scenario(scenario, store=resumed, timeline="sim/x", seed=3).appended == 0
+
+
+def test_resuming_with_another_seed_is_refused(tmp_path: Path) -> None:
+    scenario = generate("flapping-member", members=3, steps=10, seed=1)
+    store = Store(tmp_path / "s.duckdb")
+    store.init()
+    run_scenario(scenario, store=store, timeline="sim/y", seed=1, stop_after=20)
+    with pytest.raises(ResumeMismatch, match="another simulation"):
+        run_scenario(scenario, store=store, timeline="sim/y", seed=2)
+
+
+def test_cli_simulate_generated(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    args = ["--store", str(db), "simulate", "--generate", "autoscaling", "--members", "5"]
+    args += ["--steps", "6", "--seed", "4", "--protocol", "consumer"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "rebalances" in result.output and "consumer (uniform)" in result.output
+    stored = _stored(Store(db), "sim/autoscaling-5-6-4")
+    assert stored and all(e["group"] == "autoscaling-5-6-4" for e in stored)
+    bad = CliRunner().invoke(app, ["--store", str(db), "simulate", "--generate", "nope"])
+    assert bad.exit_code != 0
