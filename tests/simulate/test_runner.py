@@ -20,7 +20,10 @@ def _stored(store: Store, timeline: str) -> list[dict[str, object]]:
 
 
 def test_errors_name_the_line() -> None:
-    text = "name: x\ntopics:\n  t: 3\nmembers:\n  - count: 2\n    topics: [t]\nsteps:\n  - at: 10s\n    scale: -1\n"
+    text = (
+        "name: x\ntopics:\n  t: 3\nmembers:\n  - count: 2\n    topics: [t]\n"
+        "steps:\n  - at: 10s\n    scale: -1\n"
+    )
     with pytest.raises(ScenarioError, match=r"^s.yaml:9: steps.0.scale: "):
         parse_scenario(text, "s.yaml")
     with pytest.raises(ScenarioError, match=r"^s.yaml:8: steps.0: .*exactly one action"):
