@@ -48,6 +48,7 @@ _REGISTRY: dict[str, str] = {
     "cooperative-sticky": "kstore.assignors.sticky:COOPERATIVE_STICKY",
     "uniform": "kstore.assignors.uniform:UNIFORM",
     "server-range": "kstore.assignors.server_range:SERVER_RANGE",
+    "optimal": "kstore.assignors.optimal:OPTIMAL",
 }
 
 _loaded: dict[str, Assignor] = {}
