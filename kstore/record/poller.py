@@ -106,7 +106,7 @@ class DescribedMember:
                 return None
             try:
                 return decoder(data, f"{group}/{member_id}/{kind}")
-            except OffsetsDecodeError as exc:
+            except (OffsetsDecodeError, ValueError) as exc:  # ValueError: the bytes reader's
                 log.warning("describe: %s", exc)
                 return None
 
@@ -179,6 +179,7 @@ def _changes(
         described = {member.member_id: member for member in group.members}
 
     known = dict(state.members)
+    before = {member_id: sorted(tps) for member_id, tps in state.assignment.items()}
     joined = [m for m in described.values() if m.member_id not in known]
     gone = [member_id for member_id in known if member_id not in described]
     # A static member back under a new id, with the old one's partitions: a replacement.
@@ -194,6 +195,8 @@ def _changes(
         gone.remove(old_id)
         joined.remove(new)
         known[new.member_id] = known.pop(old_id)
+        if old_id in before:
+            before[new.member_id] = before.pop(old_id)
     out.extend(MemberLeft(member_id=member_id, reason="other") for member_id in gone)
     for member in described.values():
         if member in joined:
@@ -214,7 +217,6 @@ def _changes(
     if group.state != "Stable" or not described:
         return out
     assignment = {member_id: member.partitions() for member_id, member in described.items()}
-    before = {member_id: sorted(tps) for member_id, tps in state.assignment.items()}
     if generation is not None:
         if generation == state.generation:
             return out

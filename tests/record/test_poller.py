@@ -1,0 +1,187 @@
+"""The poller's diff, on DescribeGroups answers built per Kafka's response schema."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+
+from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
+from kstore.record.poller import (
+    INFERRED_REASON,
+    DescribedGroup,
+    DescribedMember,
+    Poller,
+    diff,
+)
+from kstore.store import Event, GroupState, fold
+from kstore.store.log import Store
+from tests.record import kafka_encode as enc
+
+AT = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+
+
+def described(
+    member_id: str,
+    topics: Sequence[str],
+    partitions: Sequence[tuple[str, int]],
+    instance_id: str | None = None,
+) -> DescribedMember:
+    """A member as DescribeGroups carries it: subscription and assignment as bytes."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    metadata = enc.subscription(Subscription(3, tuple(topics), None, (), -1, "rack-a"))
+    assignment = enc.assignment(
+        Assignment(0, tuple(TopicPartitions(t, tuple(p)) for t, p in by_topic.items()), None)
+    )
+    return DescribedMember.from_response(
+        "g", member_id, "client", "/127.0.0.1", instance_id, metadata, assignment
+    )
+
+
+def group(
+    *members: DescribedMember, state: str = "Stable", protocol: str = "range"
+) -> DescribedGroup:
+    return DescribedGroup("g", state, "consumer", protocol, tuple(members))
+
+
+def apply(state: GroupState, events: list[Event]) -> GroupState:
+    return fold(events, state)
+
+
+def kinds(events: list[Event]) -> list[str]:
+    return [event.type for event in events]
+
+
+def test_a_first_poll_records_topics_members_and_an_inferred_generation() -> None:
+    view = group(described("a", ["t"], [("t", 0), ("t", 1)]), described("b", ["t"], [("t", 2)]))
+    events = diff(view, GroupState(), {"t": 3}, AT, "prod")
+    assert kinds(events) == [
+        "TopicChanged",
+        "MemberJoined",
+        "MemberJoined",
+        "RebalanceStarted",
+        "AssignmentCompleted",
+    ]
+    assert events[1].data.to_dict() == {
+        "member_id": "a",
+        "topics": ["t"],
+        "client_id": "client",
+        "host": "/127.0.0.1",
+        "rack": "rack-a",
+        "protocols": ["range"],
+    }
+    started, completed = events[3].data.to_dict(), events[4].data.to_dict()
+    assert started["generation"] == completed["generation"] == 1
+    assert started["reason"].startswith(INFERRED_REASON)
+    assert completed["assignment"] == {"a": [["t", 0], ["t", 1]], "b": [["t", 2]]}
+    assert completed["strategy"] == "range" and completed["protocol"] == "eager"
+    state = fold(events)
+    assert state.topics == {"t": 3} and state.generation == 1
+
+
+def test_an_unchanged_group_gives_nothing() -> None:
+    view = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    state = fold(diff(view, GroupState(), {"t": 2}, AT))
+    assert diff(view, state, {"t": 2}, AT) == []
+
+
+def test_a_changed_assignment_is_a_new_inferred_generation() -> None:
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    state = fold(diff(one, GroupState(), {"t": 2}, AT))
+    two = group(described("a", ["t"], [("t", 0)]), described("b", ["t"], [("t", 1)]))
+    events = diff(two, state, {"t": 2}, AT)
+    assert kinds(events) == ["MemberJoined", "RebalanceStarted", "AssignmentCompleted"]
+    assert "member set changed" in events[1].data.to_dict()["reason"]
+    after = apply(state, events)
+    assert after.generation == 2
+    assert after.assignment == {"a": (("t", 0),), "b": (("t", 1),)}
+
+
+def test_a_rebalance_in_progress_records_members_but_no_assignment() -> None:
+    one = group(described("a", ["t"], [("t", 0)]))
+    state = fold(diff(one, GroupState(), {"t": 1}, AT))
+    moving = group(described("a", ["t", "u"], []), state="PreparingRebalance")
+    events = diff(moving, state, {"t": 1, "u": 2}, AT)
+    assert kinds(events) == ["TopicChanged", "SubscriptionChanged"]
+
+
+def test_members_that_vanish_left_and_an_empty_group_has_no_one() -> None:
+    two = group(described("a", ["t"], [("t", 0)]), described("b", ["t"], [("t", 1)]))
+    state = fold(diff(two, GroupState(), {"t": 2}, AT))
+    events = diff(group(state="Empty"), state, {"t": 2}, AT)
+    assert kinds(events) == ["MemberLeft", "MemberLeft"]
+    assert {e.data.to_dict()["member_id"] for e in events} == {"a", "b"}
+
+
+def test_a_static_member_back_with_its_partitions_is_a_replacement() -> None:
+    one = group(described("a", ["t"], [("t", 0)]), described("s1", ["t"], [("t", 1)], "inst"))
+    state = fold(diff(one, GroupState(), {"t": 2}, AT))
+    back = group(described("a", ["t"], [("t", 0)]), described("s2", ["t"], [("t", 1)], "inst"))
+    events = diff(back, state, {"t": 2}, AT)
+    assert kinds(events) == ["MemberReplaced"]
+    after = apply(state, events)
+    assert after.assignment == {"a": (("t", 0),), "s2": (("t", 1),)}
+
+
+def test_partition_count_changes_and_deleted_topics() -> None:
+    one = group(described("a", ["t"], [("t", 0)]))
+    state = fold(diff(one, GroupState(), {"t": 1}, AT))
+    grown = diff(one, state, {"t": 4}, AT)
+    assert [e.data.to_dict() for e in grown] == [{"topic": "t", "partitions": 4}]
+    gone = diff(group(state="Empty"), apply(state, grown), {}, AT)
+    assert kinds(gone) == ["TopicDeleted", "MemberLeft"]
+
+
+def test_ids_are_deterministic_and_differ_between_versions() -> None:
+    view = group(described("a", ["t"], [("t", 0)]))
+    first = diff(view, GroupState(), {"t": 1}, AT)
+    assert [e.event_id for e in first] == [
+        e.event_id for e in diff(view, GroupState(), {"t": 1}, AT)
+    ]
+    assert len({e.event_id for e in first}) == len(first)
+
+
+def test_undecodable_member_bytes_are_left_out() -> None:
+    member = DescribedMember.from_response("g", "a", "c", "h", None, b"\xff", b"\x00")
+    assert member.subscription is None and member.assignment is None
+
+
+def test_a_known_generation_is_used_as_is() -> None:
+    view = group(described("a", ["t"], [("t", 0)]))
+    events = diff(view, GroupState(), {"t": 1}, AT, generation=7)
+    assert events[-1].data.to_dict()["generation"] == 7
+    assert INFERRED_REASON not in events[-2].data.to_dict()["reason"]
+    assert diff(view, fold(events), {"t": 1}, AT, generation=7) == []
+
+
+class FakeAdmin:
+    def __init__(self, answers: list[list[DescribedGroup]], counts: dict[str, int]) -> None:
+        self.answers = answers
+        self.counts = counts
+
+    def group_ids(self) -> list[str]:
+        return [g.group_id for g in self.answers[0]]
+
+    def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+        return [g for g in self.answers.pop(0) if g.group_id in group_ids]
+
+    def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        return {t: c for t, c in self.counts.items() if t in topics}
+
+    def close(self) -> None:
+        pass
+
+
+def test_polls_append_only_the_differences(store: Store) -> None:
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    two = group(described("a", ["t"], [("t", 0)]), described("b", ["t"], [("t", 1)]))
+    admin = FakeAdmin([[one], [one], [two]], {"t": 2})
+    poller = Poller(store, admin, cluster="prod", groups=None)
+    assert [poller.poll_once(AT) for _ in range(3)] == [4, 0, 3]
+    state = fold(s.event for s in store.events())
+    assert state.generation == 2
+    assert state.assignment == {"a": (("t", 0),), "b": (("t", 1),)}
+    # A second poller seeing the same as the first adds nothing.
+    again = Poller(store, FakeAdmin([[two]], {"t": 2}), cluster="prod", groups=["g"])
+    assert again.poll_once(AT) == 0
