@@ -1,0 +1,158 @@
+"""The client-side recorders without a broker: kafka-python's assignor, the reports' merge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+from kstore.assignors import assign
+from kstore.record.confluent import MemberReport, merge_reports
+from kstore.record.kafka_python import recording_assignor
+from kstore.store import fold
+from kstore.store.log import Store
+
+
+@dataclass
+class Cluster:
+    counts: dict[str, int]
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        count = self.counts.get(topic)
+        return set(range(count)) if count else None
+
+
+def join_member(member_id: str, instance_id: str | None, topics: list[str]) -> Any:
+    metadata = ConsumerProtocolSubscription(version=0, topics=topics, user_data=b"")
+    return SimpleNamespace(member_id=member_id, group_instance_id=instance_id, metadata=metadata)
+
+
+# Static and dynamic members interleaved, as JoinGroup may list them.
+INTERLEAVED = [
+    join_member("m-1", "static-1", ["t"]),
+    join_member("m-2", None, ["t"]),
+    join_member("m-3", "static-3", ["t"]),
+    join_member("m-4", None, ["t"]),
+]
+
+
+def owners(answer: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
+    return {
+        member: [(t, p) for t, ps in assignment.assigned_partitions for p in ps]
+        for member, assignment in answer.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("strategy", "theirs"),
+    [("range", RangePartitionAssignor), ("roundrobin", RoundRobinPartitionAssignor)],
+)
+def test_no_member_is_dropped_when_static_and_dynamic_interleave(
+    strategy: str, theirs: Any
+) -> None:
+    cluster = Cluster({"t": 8})
+    ours = owners(recording_assignor(strategy, None, "g").assign(cluster, INTERLEAVED))
+    assert all(len(ours[m.member_id]) == 2 for m in INTERLEAVED)
+    assert sorted(tp for tps in ours.values() for tp in tps) == [("t", p) for p in range(8)]
+    # kafka-python's own assignor leaves a member with nothing here (the quirk kstore avoids).
+    kafka_python = owners(theirs.assign(cluster, INTERLEAVED))
+    assert any(not kafka_python.get(m.member_id) for m in INTERLEAVED)
+
+
+def test_the_answer_is_kstores_assignor_on_the_same_request() -> None:
+    assignor = recording_assignor("cooperative-sticky", None, "g")
+    members = [join_member("a", None, ["t", "u"]), join_member("b", None, ["t"])]
+    cluster = Cluster({"t": 5, "u": 3})
+    request = assignor.request(cluster, members)
+    expected = assign(request).assignment
+    assert owners(assignor.assign(cluster, members)) == {
+        member: sorted(tps) for member, tps in expected.items()
+    }
+
+
+def test_metadata_carries_what_the_member_owns_and_its_generation() -> None:
+    assignor = recording_assignor("sticky", None, "g")
+    assignment = SimpleNamespace(assigned_partitions=[("t", [0, 2])])
+    assignor.on_assignment(assignment, 5)
+    sent = ConsumerProtocolSubscription.decode(assignor.metadata({"t"}).encode())
+    members = [SimpleNamespace(member_id="a", group_instance_id=None, metadata=sent)]
+    request = assignor.request(Cluster({"t": 3}), members)
+    assert request.members["a"].owned == [("t", 0), ("t", 2)]
+    assert request.members["a"].generation == 5
+
+
+def test_the_leader_records_its_generation_once(store: Store) -> None:
+    leader = recording_assignor("range", store, "g", cluster="prod")
+    cluster = Cluster({"t": 4})
+    answer = leader.assign(cluster, INTERLEAVED)
+    leader.on_assignment(answer["m-1"], 3)
+    follower = recording_assignor("range", store, "g", cluster="prod")
+    follower.on_assignment(answer["m-2"], 3)  # not the leader: records nothing
+    events = [s.event for s in store.events()]
+    assert [e.type for e in events].count("AssignmentCompleted") == 1
+    state = fold(events)
+    assert state.generation == 3
+    assert {m: sorted(tps) for m, tps in state.assignment.items()} == owners(answer)
+    assert state.members["m-1"].instance_id == "static-1"
+    # The replay of the recorded state with the same strategy gives the same assignment.
+    replay = assign(fold(events[:-1]).to_request("range")).assignment
+    assert {m: sorted(tps) for m, tps in replay.items()} == owners(answer)
+
+
+def report(member: str, kind: str, at: float, holds: list[tuple[str, int]]) -> MemberReport:
+    return MemberReport(
+        group="g",
+        member_id=member,
+        kind=kind,  # type: ignore[arg-type]
+        at=at,
+        partitions=holds,
+        holds=holds,
+        topics=["t"],
+        strategy="range",
+        partition_counts={"t": 4},
+    )
+
+
+EAGER = [
+    report("a", "assign", 10.0, [("t", 0), ("t", 1), ("t", 2), ("t", 3)]),
+    # b joins: a revokes, then (a join's wait later) both are assigned.
+    report("a", "revoke", 20.0, []),
+    report("a", "assign", 23.0, [("t", 0), ("t", 1)]),
+    report("b", "assign", 23.1, [("t", 2), ("t", 3)]),
+    # b crashes: a alone is called again.
+    report("a", "revoke", 40.0, []),
+    report("a", "assign", 43.0, [("t", 0), ("t", 1), ("t", 2), ("t", 3)]),
+    report("a", "close", 60.0, []),
+]
+
+
+def test_merged_reports_give_the_group_history() -> None:
+    events = merge_reports(EAGER, cluster="prod")
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    assert [c["generation"] for c in completed] == [1, 2, 3]
+    assert completed[1]["assignment"] == {"a": [["t", 0], ["t", 1]], "b": [["t", 2], ["t", 3]]}
+    assert completed[2]["assignment"] == {"a": [["t", p] for p in range(4)]}
+    left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
+    assert left == [{"member_id": "b", "reason": "other"}, {"member_id": "a", "reason": "leave"}]
+    assert fold(events).members == {}
+
+
+def test_merging_is_idempotent_and_growing_reports_keep_the_ids(store: Store) -> None:
+    early = merge_reports(EAGER[:4], cluster="prod")
+    full = merge_reports(EAGER, cluster="prod")
+    assert [e.event_id for e in early] == [e.event_id for e in full[: len(early)]]
+    store.append(early)
+    assert store.append(full).stored == len(full) - len(early)
+    assert store.append(merge_reports(list(reversed(EAGER)), cluster="prod")).stored == 0
+
+
+def test_an_unsettled_round_waits() -> None:
+    events = merge_reports(EAGER[:4], settle=5.0, now=25.0)
+    assert [e.data.to_dict()["generation"] for e in events if e.type == "AssignmentCompleted"] == [
+        1
+    ]
