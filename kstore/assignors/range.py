@@ -57,10 +57,18 @@ class _Quota:
             self.extra -= 1
 
 
-def _partition_racks(request: AssignmentRequest, topic: str) -> list[frozenset[str]]:
-    listed = (request.partition_racks or {}).get(topic, [])
-    missing = request.topics[topic] - len(listed)
-    return [frozenset(racks) for racks in listed] + [frozenset()] * missing
+def _partition_racks(
+    request: AssignmentRequest, topic: str, interned: dict[tuple[str, ...], frozenset[str]]
+) -> list[frozenset[str]]:
+    # Few distinct rack lists exist, so each set is built once and shared.
+    sets = []
+    for racks in (request.partition_racks or {}).get(topic, []):
+        key = tuple(racks)
+        found = interned.get(key)
+        if found is None:
+            found = interned[key] = frozenset(key)
+        sets.append(found)
+    return sets + [frozenset()] * (request.topics[topic] - len(sets))
 
 
 def _match_copartitioned(
@@ -161,11 +169,16 @@ def _rack_matched_owners(
     units: dict[tuple[tuple[int, ...], int], list[str]] = {}
     topic_racks: dict[str, list[frozenset[str]]] = {}
     qualifying: set[str] = set()
+    interned: dict[tuple[str, ...], frozenset[str]] = {}
+    racks_of_circle: dict[int, set[str | None]] = {}
     for topic, circle in subscribers.items():
-        subscriber_racks = {racks[position] for position in circle} - {None}
+        subscriber_racks = racks_of_circle.get(id(circle))
+        if subscriber_racks is None:
+            subscriber_racks = {racks[position] for position in circle} - {None}
+            racks_of_circle[id(circle)] = subscriber_racks
         if not subscriber_racks:
             continue
-        per_partition = _partition_racks(request, topic)
+        per_partition = _partition_racks(request, topic, interned)
         topic_racks[topic] = per_partition
         all_racks = frozenset().union(*per_partition)
         if not subscriber_racks.isdisjoint(all_racks) and any(
