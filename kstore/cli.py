@@ -234,6 +234,104 @@ def simulate_cmd(
 
 # --- analytics (kstore/analytics) ------------------------------------------------------
 
+_FormatOpt = Annotated[str, typer.Option("--format", help="table, csv or json.")]
+
+
+@app.command("query")
+def query_cmd(
+    name: Annotated[str | None, typer.Argument(help="The query (see --list).")] = None,
+    group: _GroupOpt = None,
+    cluster: _ClusterOpt = None,
+    timeline: _TimelineOpt = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", help="KEY=VALUE, bound as $KEY.")
+    ] = None,
+    output: _FormatOpt = "table",
+    list_all: Annotated[bool, typer.Option("--list", help="List the queries.")] = False,
+) -> None:
+    """Run a named query of queries/ (parameters are bound, never pasted)."""
+    from kstore.commands.analytics import list_queries, print_query
+
+    if list_all:
+        list_queries()
+        return
+    if name is None:
+        raise typer.BadParameter("give a query name, or --list")
+    print_query(
+        ctx_state.store,
+        name,
+        group=group,
+        cluster=cluster,
+        timeline=timeline,
+        pairs=param or [],
+        output=output,
+    )
+
+
+@app.command("sql")
+def sql_cmd(
+    sql: Annotated[str, typer.Argument(help="SQL over the store's views (docs/analytics.md).")],
+    output: _FormatOpt = "table",
+) -> None:
+    """Run any read-only SQL over the store."""
+    from kstore.commands.analytics import print_sql
+
+    print_sql(ctx_state.store, sql, output)
+
+
+@app.command("replay")
+def replay_cmd(
+    group: Annotated[str, typer.Option("--group", help="The group.")],
+    strategy: Annotated[str, typer.Option("--strategy", help="The strategy to decide with.")],
+    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
+    timeline: Annotated[
+        str | None, typer.Option("--timeline", help="The new timeline (default replay/S).")
+    ] = None,
+) -> None:
+    """Decide every rebalance of a timeline again with another strategy."""
+    from kstore.commands.analytics import replay_group
+
+    replay_group(
+        ctx_state.store,
+        group=group,
+        cluster=cluster,
+        source=source,
+        strategy=strategy,
+        timeline=timeline,
+    )
+
+
+@app.command("compare")
+def compare_cmd(
+    group: Annotated[str, typer.Option("--group", help="The group.")],
+    timelines: Annotated[
+        str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")
+    ] = None,
+    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    output: _FormatOpt = "table",
+) -> None:
+    """Churn, stickiness and imbalance of a group's timelines side by side."""
+    from kstore.commands.analytics import print_compare
+
+    print_compare(ctx_state.store, group=group, cluster=cluster, timelines=timelines, output=output)
+
+
+@app.command("report")
+def report_cmd(
+    group: Annotated[str, typer.Option("--group", help="The group.")],
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
+    timelines: Annotated[
+        str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")
+    ] = None,
+    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+) -> None:
+    """Write a self-contained HTML report (plots and the compare table)."""
+    from kstore.commands.analytics import report
+
+    report(ctx_state.store, group=group, cluster=cluster, timelines=timelines, out=out)
+
+
 # --- recorders (kstore/record) ---------------------------------------------------------
 
 record_app = typer.Typer(help="Record real consumer groups into the store.", no_args_is_help=True)
