@@ -12,7 +12,7 @@ from kstore._java import hash_order
 from kstore.assignors import AssignmentRequest, validate_request
 from tests._range_requests import check_valid, permuted, requests, run
 
-FAST = settings(max_examples=80, deadline=None)
+FAST = settings(max_examples=50, deadline=None)
 
 
 def _request(strategy: str, topics: dict[str, int], members: dict[str, Any]) -> AssignmentRequest:

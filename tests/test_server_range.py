@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from kstore.assignors import AssignmentRequest, validate_request
 from tests._range_requests import check_valid, permuted, requests, run, without
 
-FAST = settings(max_examples=80, deadline=None)
+FAST = settings(max_examples=50, deadline=None)
 
 
 @FAST
