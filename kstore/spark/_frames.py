@@ -36,12 +36,14 @@ def read_log(spark: Any, folder: Path | str) -> Any:
     return frame.select(*EVENT_COLUMNS)
 
 
-def write_partitioned(frame: Any, out: Path | str, order: list[str]) -> None:
-    """``frame`` as Parquet partitioned by cluster and group, rows sorted by ``order``."""
+def write_partitioned(
+    frame: Any, out: Path | str, order: list[str], by: list[str] = PARTITION_COLUMNS
+) -> None:
+    """``frame`` as Parquet partitioned by ``by`` (cluster and group), rows sorted by ``order``."""
     (
-        frame.repartition(*PARTITION_COLUMNS)
-        .sortWithinPartitions(*PARTITION_COLUMNS, *order)
-        .write.partitionBy(*PARTITION_COLUMNS)
+        frame.repartition(*by)
+        .sortWithinPartitions(*by, *order)
+        .write.partitionBy(*by)
         .parquet(str(out))
     )
 
