@@ -16,7 +16,7 @@ modelled.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 __all__ = [
@@ -26,6 +26,8 @@ __all__ = [
     "hash_order",
     "hash_order_by",
     "java_abs",
+    "java_sorted",
+    "java_string_key",
     "murmur2",
     "spread",
     "string_hash",
@@ -171,6 +173,23 @@ def hash_order(keys: Sequence[str], capacity: int | None = None) -> list[str]:
 def string_order_key(s: str) -> bytes:
     """Sort key giving ``String.compareTo`` order (UTF-16 code units, not code points)."""
     return s.encode("utf-16-be", "surrogatepass")
+
+
+def java_string_key(strings: Iterable[str]) -> Callable[[str], str | bytes]:
+    """The cheapest sort key giving ``String.compareTo`` order over ``strings``.
+
+    Code point order (Python's) and UTF-16 code unit order (Java's) differ only when a
+    character beyond U+FFFF meets one in U+E000..U+FFFF, so plain ``str`` usually does.
+    """
+    needs_utf16 = any(not s.isascii() and max(s) > "\uffff" for s in strings)
+    return string_order_key if needs_utf16 else str
+
+
+def java_sorted(strings: Iterable[str]) -> list[str]:
+    """``strings`` sorted as Java sorts them."""
+    items = list(strings)
+    key = java_string_key(items)
+    return sorted(items) if key is str else sorted(items, key=key)
 
 
 def uuid_hash(most_significant: int, least_significant: int) -> int:

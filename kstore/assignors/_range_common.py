@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from itertools import chain, cycle, islice, repeat
 from operator import call
 
-from kstore._java import hash_order
+from kstore._java import hash_order, java_string_key
 from kstore.assignors._contract import (
     Assignment,
     AssignmentRequest,
@@ -25,33 +25,9 @@ from kstore.assignors._contract import (
 
 __all__ = [
     "Dealer",
-    "java_sorted",
-    "java_string_key",
     "ordered_members",
     "topic_subscribers",
 ]
-
-
-def _needs_utf16(strings: Iterable[str]) -> bool:
-    # Code point order (Python) and UTF-16 code unit order (Java) differ only when a
-    # character beyond U+FFFF is compared with one in U+E000..U+FFFF.
-    return any(not s.isascii() and max(s) > "\uffff" for s in strings)
-
-
-def _utf16(s: str) -> bytes:
-    return s.encode("utf-16-be")
-
-
-def java_string_key(strings: Iterable[str]) -> Callable[[str], str | bytes]:
-    """A sort key giving ``String.compareTo`` order over ``strings``."""
-    return _utf16 if _needs_utf16(strings) else str
-
-
-def java_sorted(strings: Iterable[str]) -> list[str]:
-    """``strings`` sorted as Java sorts them."""
-    items = list(strings)
-    key = java_string_key(items)
-    return sorted(items) if key is str else sorted(items, key=key)
 
 
 def ordered_members(request: AssignmentRequest) -> list[str]:

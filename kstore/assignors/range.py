@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kstore._java import java_sorted
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
     Dealer,
-    java_sorted,
     ordered_members,
     topic_subscribers,
 )

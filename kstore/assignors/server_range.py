@@ -12,10 +12,10 @@ the same ranges, so the result does not depend on the path and none is chosen he
 
 from __future__ import annotations
 
+from kstore._java import java_sorted
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
     Dealer,
-    java_sorted,
     ordered_members,
     topic_subscribers,
 )
