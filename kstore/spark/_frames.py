@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,21 @@ StreamFunction = Callable[[list[LogRow]], pa.Table]
 """One stream's events in version order -> rows (a table of the job's output schema)."""
 
 
-def read_log(spark: Any, folder: Path | str) -> Any:
-    """The log under ``folder`` (``export``/``ingest`` output: its ``events`` subfolder)."""
-    path = Path(str(folder)) / "events"
-    if "://" not in str(folder) and not path.is_dir():
-        raise UsageError(f"{folder}: no events/ folder here (write one with export or ingest)")
-    schema = spark_schema()
-    frame = spark.read.schema(schema).option("basePath", str(path)).parquet(str(path))
-    return frame.select(*EVENT_COLUMNS)
+def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
+    """The logs under ``folders`` as one (``export``/``ingest``/``replay`` output folders).
+
+    Each folder's ``events`` subfolder is read with its ``cluster=``/``group_id=`` paths.
+    """
+    frames = []
+    for folder in folders:
+        path = f"{str(folder).rstrip('/')}/events"
+        if "://" not in path and not Path(path).is_dir():
+            raise UsageError(f"{folder}: no events/ folder here (write one with export or ingest)")
+        frame = spark.read.schema(spark_schema()).option("basePath", path).parquet(path)
+        frames.append(frame.select(*EVENT_COLUMNS))
+    if not frames:
+        raise UsageError("--in: name at least one folder")
+    return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
 
 def write_partitioned(

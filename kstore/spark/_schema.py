@@ -150,9 +150,9 @@ def spark_schema(schema: pa.Schema | None = None) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class LogRow:
-    """An event with its place in the log."""
+    """An event with its place in the log (``position`` None: in no log yet)."""
 
-    position: int
+    position: int | None
     version: int
     event: Event
 
@@ -216,7 +216,6 @@ def arrow_to_events(table: pa.Table | pa.RecordBatch) -> Iterator[LogRow]:
     """The events of a log table (any column order; ``position`` may be absent)."""
     struct = data_type()
     kinds = {struct.field(i).name: struct.field(i).type for i in range(struct.num_fields)}
-    names = table.schema.names
     for raw in table.to_pylist():
         at: datetime = raw["at"]
         if at.tzinfo is None:  # Spark's timestamp_ntz, or a naive UTC column
@@ -239,4 +238,4 @@ def arrow_to_events(table: pa.Table | pa.RecordBatch) -> Iterator[LogRow]:
             },
             schema_version=raw["schema_version"],
         )
-        yield LogRow(raw["position"] if "position" in names else 0, raw["version"], event)
+        yield LogRow(raw.get("position"), raw["version"], event)
