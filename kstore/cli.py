@@ -427,6 +427,88 @@ def record_merge_cmd(
 
 # --- spark (kstore/spark) --------------------------------------------------------------
 
+spark_app = typer.Typer(
+    help="The pipeline on Spark: ingest dumps, replay and metrics over Parquet (docs/spark.md).",
+    no_args_is_help=True,
+)
+app.add_typer(spark_app, name="spark")
+
+_MasterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--master",
+        help="Spark master: local[*] (default), yarn, k8s://..., spark://...; "
+        "'none' leaves it to spark-submit.",
+    ),
+]
+_ConfOpt = Annotated[
+    list[str] | None, typer.Option("--conf", help="A Spark setting KEY=VALUE (repeatable).")
+]
+_InOpt = Annotated[
+    list[str], typer.Option("--in", help="A folder with events/ (export/ingest/replay output).")
+]
+_OutOpt = Annotated[Path, typer.Option("--out", help="A new output folder.")]
+
+
+def _master(value: str | None) -> str | None:
+    if value is None:
+        return "local[*]"
+    return None if value == "none" else value
+
+
+@app.command("export")
+def export_cmd(out: _OutOpt) -> None:
+    """The log and the assignment projection as Parquet, partitioned by cluster and group."""
+    from kstore.commands.spark import export_parquet
+
+    export_parquet(ctx_state.store, out)
+
+
+@spark_app.command("ingest")
+def spark_ingest_cmd(
+    dumps: Annotated[
+        list[str], typer.Option("--in", help="Dump files or folders of JSON Lines (repeatable).")
+    ],
+    out: _OutOpt,
+    master: _MasterOpt = None,
+    conf: _ConfOpt = None,
+) -> None:
+    """Validate dumps into the log's Parquet form; bad lines to a quarantine with reasons."""
+    from kstore.commands.spark import spark_ingest
+
+    spark_ingest(dumps, out, _master(master), conf or [])
+
+
+@spark_app.command("replay")
+def spark_replay_cmd(
+    folders: _InOpt,
+    strategies: Annotated[
+        str, typer.Option("--strategies", help="Comma-separated, e.g. sticky,optimal.")
+    ],
+    out: _OutOpt,
+    source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
+    master: _MasterOpt = None,
+    conf: _ConfOpt = None,
+) -> None:
+    """Replay every stream with each strategy, one task per stream (as `kstore replay`)."""
+    from kstore.commands.spark import spark_replay
+
+    spark_replay(folders, strategies, out, source, _master(master), conf or [])
+
+
+@spark_app.command("metrics")
+def spark_metrics_cmd(
+    folders: _InOpt,
+    out: _OutOpt,
+    window: Annotated[str, typer.Option("--window", help="Summary window: hour or day.")] = "hour",
+    master: _MasterOpt = None,
+    conf: _ConfOpt = None,
+) -> None:
+    """The metrics of every rebalance (the `metrics` query's columns) and window summaries."""
+    from kstore.commands.spark import spark_metrics
+
+    spark_metrics(folders, out, window, _master(master), conf or [])
+
 
 def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""

@@ -1,0 +1,91 @@
+"""``kstore export`` and ``kstore spark ingest|replay|metrics``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kstore._errors import UsageError
+from kstore.spark._session import build_session, parse_conf
+
+__all__ = ["export_parquet", "spark_ingest", "spark_metrics", "spark_replay"]
+
+_WINDOWS = ("hour", "day")
+
+
+def export_parquet(store: Path, out: Path) -> None:
+    from kstore.spark._export import export_store
+    from kstore.store.log import Store
+
+    started = time.perf_counter()
+    result = export_store(Store(store), out)
+    print(
+        f"exported {result.events} events of {result.streams} streams and "
+        f"{result.assignments} assignment rows to {out} ({time.perf_counter() - started:.1f} s)"
+    )
+
+
+@contextmanager
+def _session(master: str | None, conf: Sequence[str]) -> Iterator[Any]:
+    settings = parse_conf(conf)
+    spark = build_session(master, settings)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequence[str]) -> None:
+    from kstore.spark._ingest import ingest_dumps
+
+    if not dumps:
+        raise UsageError("--in: name at least one dump file or folder")
+    with _session(master, conf) as spark:
+        result = ingest_dumps(spark, list(dumps), out)
+    print(
+        f"ingested {result.events} events into {out / 'events'}; "
+        f"quarantined {result.quarantined} lines ({out / 'quarantine'}); "
+        f"dropped {result.duplicates} duplicates"
+    )
+
+
+def _strategies(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise UsageError("--strategies: name at least one strategy")
+    return list(dict.fromkeys(names))
+
+
+def spark_replay(
+    folders: Sequence[str],
+    strategies: str,
+    out: Path,
+    source: str,
+    master: str | None,
+    conf: Sequence[str],
+) -> None:
+    from kstore.spark._frames import read_log
+    from kstore.spark._replay import write_replays
+
+    names = _strategies(strategies)
+    with _session(master, conf) as spark:
+        count = write_replays(read_log(spark, folders), names, out, source)
+    print(f"replayed {source} with {', '.join(names)}: {count} events in {out / 'events'}")
+
+
+def spark_metrics(
+    folders: Sequence[str], out: Path, window: str, master: str | None, conf: Sequence[str]
+) -> None:
+    from kstore.spark._export import fresh_folder
+    from kstore.spark._frames import read_log
+    from kstore.spark._metrics import write_metrics
+
+    if window not in _WINDOWS:
+        raise UsageError(f"--window: must be one of {', '.join(_WINDOWS)}, not {window!r}")
+    fresh_folder(out)
+    with _session(master, conf) as spark:
+        count = write_metrics(spark, read_log(spark, folders), out, window)
+    print(f"metrics of {count} rebalances in {out / 'metrics'}, summaries in {out / 'windows'}")
