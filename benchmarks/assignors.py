@@ -135,7 +135,7 @@ def _measure(side: str, case: Case, strategy: str, limits: _Limits) -> _Measurem
             break
         if line is None:
             if result.peak_rss_mib is None and result.problem is None:
-                tail = "".join(l for l in iter(err.get, None))[-300:].strip()  # noqa: E741
+                tail = "".join(iter(err.get, None))[-300:].strip()
                 result.problem = f"crashed (exit {proc.wait()}): {tail}"
             break
         line = line.strip()
