@@ -175,13 +175,23 @@ def read_reports(directory: Path | str, group: str | None = None) -> list[Member
 
 def _rounds(reports: Sequence[MemberReport], gap: float) -> list[list[MemberReport]]:
     """Reports split at pauses longer than ``gap``; a round ends only after an assignment
-    (eager revocations come a join's wait before the assignment they lead to).
+    (eager revocations come a join's wait before the assignment they lead to), and a
+    member revoking after an assignment in the round starts the next one.
     """
     rounds: list[list[MemberReport]] = []
     for report in reports:
-        if rounds and (
-            report.at - rounds[-1][-1].at <= gap
-            or all(r.kind in ("revoke", "lost") for r in rounds[-1])
+        again = (
+            bool(rounds)
+            and report.kind in ("revoke", "lost")
+            and any(r.member_id == report.member_id and r.kind == "assign" for r in rounds[-1])
+        )
+        if (
+            rounds
+            and not again
+            and (
+                report.at - rounds[-1][-1].at <= gap
+                or all(r.kind in ("revoke", "lost") for r in rounds[-1])
+            )
         ):
             rounds[-1].append(report)
         else:
