@@ -1,0 +1,21 @@
+"""The metrics contract run against DuckDB's ``metrics`` query over a store."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kstore.analytics import run_query
+from kstore.store import Event
+from kstore.store.log import Store
+from tests.spark.metrics_contract import MetricsContract
+
+
+class TestDuckDBMetrics(MetricsContract):
+    def engine_metrics(self, events: list[Event]) -> list[dict[str, Any]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store(Path(tmp) / "kstore.duckdb")
+            store.init()
+            store.append(events)
+            return run_query(store, "metrics", {}).records()
