@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
+	command -v chromium >/dev/null || apt-get install -y chromium
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: $(STAMP)

@@ -1,0 +1,154 @@
+"""The analytics commands through the CLI: formats, bound parameters, errors, report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from kstore.store import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
+from kstore.store.log import Store
+
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+ODD_GROUP = "o'rders\"; DROP TABLE kstore_events; --"
+
+
+def _kstore(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture
+def filled(store: Store) -> Path:
+    datas = [
+        TopicChanged(topic="t", partitions=6),
+        MemberJoined(member_id="a", topics=["t"]),
+        MemberJoined(member_id="b", topics=["t"]),
+        RebalanceStarted(generation=1, reason="join"),
+        AssignmentCompleted(
+            generation=1,
+            strategy="range",
+            assignment={"a": [("t", p) for p in range(3)], "b": [("t", p) for p in range(3, 6)]},
+        ),
+    ]
+    for group in ("g", ODD_GROUP):
+        store.append(
+            [Event(group=group, at=T0 + timedelta(seconds=i), data=d) for i, d in enumerate(datas)]
+        )
+    return store.path
+
+
+def test_metrics_formats(filled: Path) -> None:
+    out = _kstore(filled, "query", "metrics", "--group", "g", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["new"] for r in rows] == [6]
+    assert rows[0]["at"] == "2026-11-21T10:00:04Z"
+    out = _kstore(filled, "query", "metrics", "--group", "g", "--format", "csv")
+    table = list(csv.reader(io.StringIO(out.stdout)))
+    assert table[0][:4] == ["cluster", "group", "timeline", "version"]
+    assert len(table) == 2
+
+
+def test_parameters_are_bound(filled: Path) -> None:
+    out = _kstore(filled, "query", "metrics", "--group", ODD_GROUP, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert [r["group"] for r in json.loads(out.stdout)] == [ODD_GROUP]
+    out = _kstore(
+        filled, "sql", "SELECT count(DISTINCT group_id) AS n FROM kstore_events", "--format", "csv"
+    )
+    assert out.stdout.splitlines() == ["n", "2"]
+
+
+def test_params_list_and_errors(filled: Path) -> None:
+    listed = _kstore(filled, "query", "--list").stdout
+    assert {line.split("\t")[0] for line in listed.splitlines()} >= {
+        "metrics",
+        "windows",
+        "key_owner",
+    }
+    out = _kstore(
+        filled,
+        "query",
+        "key_owner",
+        "--group",
+        "g",
+        "--param",
+        "topic=t",
+        "--param",
+        "key=k",
+        "--param",
+        "at=2026-11-21T10:00:05Z",
+        "--format",
+        "json",
+    )
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)
+    from kstore.partitioner import partition_for_key
+
+    assert row["partition"] == partition_for_key("k", 6)
+    assert row["owner"] == ("a" if row["partition"] < 3 else "b")
+    bad = _kstore(filled, "query", "metrics", "--param", "nope=1")
+    assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr
+    bad = _kstore(filled, "query", "member_history")
+    assert bad.returncode == 2 and "'member' is required" in bad.stderr
+    bad = _kstore(filled, "sql", "DELETE FROM kstore_events")
+    assert bad.returncode != 0 and bad.stderr.startswith("kstore: error:")
+    assert (
+        _kstore(
+            filled, "sql", "SELECT count(*) FROM kstore_events", "--format", "csv"
+        ).stdout.splitlines()[1]
+        == "10"
+    )
+
+
+def test_report_draws_its_plots_in_chromium(filled: Path, tmp_path: Path) -> None:
+    for strategy in ("sticky", "optimal"):
+        assert _kstore(filled, "replay", "--group", "g", "--strategy", strategy).returncode == 0
+    compared = _kstore(filled, "compare", "--group", "g", "--format", "json")
+    rows = json.loads(compared.stdout)
+    assert [r["timeline"] for r in rows] == ["recorded", "replay/optimal", "replay/sticky"]
+    assert all(r["churn_above_optimal"] >= 0 for r in rows)
+    page = tmp_path / "report.html"
+    out = _kstore(filled, "report", "--group", "g", "--out", str(page))
+    assert out.returncode == 0, out.stderr
+    plots = int(re.search(r"\((\d+) plots", out.stdout).group(1))  # type: ignore[union-attr]
+    text = page.read_text()
+    assert "<script src=" not in text  # plotly.js inlined: nothing to fetch
+    chromium = shutil.which("chromium")
+    assert chromium is not None, "make test installs Debian's chromium"
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
+    drawn = dom.count('<div class="plot-container plotly"')
+    assert drawn == plots == 3 + 3 + 1
+    assert dom.count('class="main-svg"') >= plots
+    assert "heatmaplayer" in dom or "hm" in dom
