@@ -66,6 +66,9 @@ def select_protocol(members: Sequence[tuple[str, Sequence[str]]]) -> str:
     """
     counts = Counter(name for _, protocols in members for name in protocols)
     candidates = {name for name, count in counts.items() if count == len(members)}
+    choices = {next(name for name in protocols if name in candidates) for _, protocols in members}
+    if len(choices) == 1:
+        return choices.pop()  # no tie to break: the order of the votes does not matter
     by_id = dict(members)
     votes: dict[str, int] = {}
     for member_id in hash_order([m for m, _ in members]):
@@ -105,6 +108,8 @@ class ClassicGroupSim(GroupSim):
         self.new_member_added = False
         self.static: dict[str, str] = {}
         self.order: HashSetOrder[str] = HashSetOrder()
+        self.protocol_counts: Counter[str] = Counter()
+        """How many members support each protocol."""
         self.assigned_topics: dict[str, int] = {}
         """Partition counts of the subscribed topics when the last assignment was made."""
 
@@ -128,15 +133,14 @@ class ClassicGroupSim(GroupSim):
         if self.phase == EMPTY or not self.state.members:
             return bool(protocols)
         size = len(self.state.members)
-        counts = Counter(p for m in self.state.members.values() for p in (m.protocols or ()))
-        return any(counts[p] == size for p in protocols)
+        return any(self.protocol_counts[p] == size for p in protocols)
 
     def _add_member(self, client: Client) -> str:
         spec = client.spec
         member_id = self.classic_member_id(spec)
         self.bind(client, member_id)
         self.emit(
-            MemberJoined(
+            MemberJoined.model_construct(
                 member_id=member_id,
                 topics=list(spec.topics),
                 instance_id=spec.instance_id,
@@ -148,6 +152,7 @@ class ClassicGroupSim(GroupSim):
             )
         )
         self.order.add(member_id, string_hash(member_id))
+        self.protocol_counts.update(spec.protocols)
         if self.leader is None:
             self.leader = member_id
         if spec.instance_id is not None:
@@ -163,7 +168,8 @@ class ClassicGroupSim(GroupSim):
             self.release(client, client.owned)
             self.bind(client, None)
         member = self.state.members[member_id]
-        self.emit(MemberLeft(member_id=member_id, reason=left))
+        self.emit(MemberLeft.model_construct(member_id=member_id, reason=left))
+        self.protocol_counts.subtract(member.protocols or ())
         self.queue.cancel(f"expire:{member_id}")
         self.order.remove(member_id)
         self.awaiting.discard(member_id)
@@ -213,7 +219,11 @@ class ClassicGroupSim(GroupSim):
     def _prepare_rebalance(self, reason: str) -> None:
         initial = self.phase == EMPTY
         self.previous_phase, self.phase = self.phase, PREPARING
-        self.emit(RebalanceStarted(generation=(self.state.generation or 0) + 1, reason=reason))
+        self.emit(
+            RebalanceStarted.model_construct(
+                generation=(self.state.generation or 0) + 1, reason=reason
+            )
+        )
         if initial:
             delay = self.settings.initial_rebalance_delay_ms
             remaining = max(self._rebalance_timeout() - delay, 0)
@@ -269,7 +279,7 @@ class ClassicGroupSim(GroupSim):
         generation = (self.state.generation or 0) + 1
         if not self.state.members:
             self.emit(
-                AssignmentCompleted(
+                AssignmentCompleted.model_construct(
                     generation=generation,
                     strategy=self.state.strategy or "",
                     assignment={},
@@ -284,7 +294,7 @@ class ClassicGroupSim(GroupSim):
         )
         result = assign(self._request(strategy))
         self.emit(
-            AssignmentCompleted(
+            AssignmentCompleted.model_construct(
                 generation=generation,
                 strategy=strategy,
                 assignment=dict(result.assignment),
@@ -438,8 +448,7 @@ class ClassicGroupSim(GroupSim):
                 f"{self.time_at(self.now).isoformat()} {spec.name}: INCONSISTENT_GROUP_PROTOCOL "
                 f"(offers {', '.join(spec.protocols)})"
             )
-            client.alive = False
-            client.life += 1
+            self.halt(client)
             return
         if existing is not None:
             self._replace_static(client, existing)
@@ -469,10 +478,11 @@ class ClassicGroupSim(GroupSim):
             # The old process is fenced (FENCED_INSTANCE_ID): it stops for good.
             self.release(old_client, old_client.owned)
             self.bind(old_client, None)
-            old_client.alive = False
-            old_client.life += 1
+            self.halt(old_client)
         self.emit(
-            MemberReplaced(old_member_id=old, new_member_id=new, instance_id=spec.instance_id)
+            MemberReplaced.model_construct(
+                old_member_id=old, new_member_id=new, instance_id=spec.instance_id
+            )
         )
         self.ledger.rename(old, new)
         self.bind(client, new)
@@ -486,7 +496,7 @@ class ClassicGroupSim(GroupSim):
             self.awaiting.discard(old)
         topics_changed = tuple(previous.topics) != spec.topics
         if topics_changed:
-            self.emit(SubscriptionChanged(member_id=new, topics=list(spec.topics)))
+            self.emit(SubscriptionChanged.model_construct(member_id=new, topics=list(spec.topics)))
         if self.phase == PREPARING:
             self.awaiting.add(new)
             self._maybe_complete()
@@ -540,7 +550,7 @@ class ClassicGroupSim(GroupSim):
             return
         if self.protocol_name == "eager":
             self.release(client, client.owned)
-        self.emit(SubscriptionChanged(member_id=member_id, topics=list(new)))
+        self.emit(SubscriptionChanged.model_construct(member_id=member_id, topics=list(new)))
         self._join_existing(
             client,
             member_id,

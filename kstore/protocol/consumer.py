@@ -97,10 +97,10 @@ class ConsumerGroupSim(GroupSim):
 
     def _bump(self, reason: str) -> None:
         epoch = self.group_epoch + 1
-        self.emit(RebalanceStarted(generation=epoch, reason=reason))
+        self.emit(RebalanceStarted.model_construct(generation=epoch, reason=reason))
         result = assign(self.state.to_request(self.strategy))
         self.emit(
-            AssignmentCompleted(
+            AssignmentCompleted.model_construct(
                 generation=epoch,
                 strategy=self.strategy,
                 assignment=dict(result.assignment),
@@ -215,8 +215,7 @@ class ConsumerGroupSim(GroupSim):
                 f"{self.time_at(self.now).isoformat()} {spec.name}: UNSUPPORTED_ASSIGNOR "
                 f"(asks for {', '.join(spec.protocols)}, the group uses {self.strategy})"
             )
-            client.alive = False
-            client.life += 1
+            self.halt(client)
             return
         if spec.instance_id is not None:
             old = next(
@@ -233,7 +232,7 @@ class ConsumerGroupSim(GroupSim):
         member_id = client.member_id or self.consumer_member_id()
         self.bind(client, member_id)
         self.emit(
-            MemberJoined(
+            MemberJoined.model_construct(
                 member_id=member_id,
                 topics=list(spec.topics),
                 instance_id=spec.instance_id,
@@ -252,7 +251,7 @@ class ConsumerGroupSim(GroupSim):
         assert client.spec.instance_id is not None
         new = self.consumer_member_id()
         self.emit(
-            MemberReplaced(
+            MemberReplaced.model_construct(
                 old_member_id=old, new_member_id=new, instance_id=client.spec.instance_id
             )
         )
@@ -271,7 +270,7 @@ class ConsumerGroupSim(GroupSim):
             self.release(client, client.owned)
             # A consumer-protocol client keeps its member id and rejoins at epoch 0.
             self._schedule_heartbeat(client)
-        self.emit(MemberLeft(member_id=member_id, reason=left))
+        self.emit(MemberLeft.model_construct(member_id=member_id, reason=left))
         self.epochs.pop(member_id, None)
         for key in (f"expire:{member_id}", f"revoke-timeout:{member_id}"):
             self.queue.cancel(key)
@@ -319,7 +318,11 @@ class ConsumerGroupSim(GroupSim):
             return
         if tuple(self.state.members[member_id].topics) == client.spec.topics:
             return
-        self.emit(SubscriptionChanged(member_id=member_id, topics=list(client.spec.topics)))
+        self.emit(
+            SubscriptionChanged.model_construct(
+                member_id=member_id, topics=list(client.spec.topics)
+            )
+        )
         self._bump(f"member {member_id} changed its subscription")
         self._reconcile(client, member_id)
 

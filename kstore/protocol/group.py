@@ -9,6 +9,7 @@ member has rejoined, a client's heartbeat phase) lives in the protocol classes.
 from __future__ import annotations
 
 import base64
+import hashlib
 import random
 import uuid
 from collections.abc import Sequence
@@ -27,11 +28,25 @@ from kstore.store.fold import GroupState
 __all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch", "event_id"]
 
 _NAMESPACE = uuid.UUID("6d1f3c52-8a54-4f0e-9a43-3f1b0e7c2a61")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
+
+
+def _uuid5(name: str) -> bytes:
+    """``uuid.uuid5(_NAMESPACE, name).bytes`` without building a ``UUID`` (a hot path)."""
+    raw = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return bytes(raw)
+
+
+def _uuid_text(raw: bytes) -> str:
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def event_id(stream: StreamId, version: int) -> str:
     """The id of a simulated stream's ``version``-th event: the same on every run."""
-    return str(uuid.uuid5(_NAMESPACE, f"{stream}#{version}"))
+    return _uuid_text(_uuid5(f"{stream}#{version}"))
 
 
 class ResumeMismatch(KstoreError):
@@ -57,6 +72,8 @@ class Client:
     """A consumer process as the simulation drives it."""
 
     spec: MemberSpec
+    index: int = 0
+    """Its place among the simulation's clients, in the order they first started."""
     member_id: str | None = None
     alive: bool = False
     life: int = 0
@@ -105,6 +122,8 @@ class GroupSim:
         """Events this run produced that the store did not hold yet."""
         self.member_clients: dict[str, Client] = {}
         """Member id -> the running client that holds it."""
+        self._running: dict[str, int] = {}
+        """Running clients' names -> when each was first started (its place in ``clients``)."""
         self._stored = list(stored)
         self._ids = 0
 
@@ -124,7 +143,8 @@ class GroupSim:
         event this run produces at that place, or the timeline is another simulation's.
         """
         version = self.state.version + 1
-        event = Event(
+        # Built from values the simulation made itself: no validation on this hot path.
+        event = Event.model_construct(
             event_id=event_id(self.stream, version),
             cluster=self.stream.cluster,
             group=self.stream.group,
@@ -153,17 +173,17 @@ class GroupSim:
 
     # --- helpers -----------------------------------------------------------------------
 
-    def new_uuid(self) -> uuid.UUID:
+    def _new_uuid(self) -> bytes:
         self._ids += 1
-        return uuid.uuid5(_NAMESPACE, f"{self.stream}|{self.seed}|member|{self._ids}")
+        return _uuid5(f"{self.stream}|{self.seed}|member|{self._ids}")
 
     def classic_member_id(self, spec: MemberSpec) -> str:
         """``clientId-UUID`` or, for a static member, ``groupInstanceId-UUID``."""
-        return f"{spec.instance_id or spec.name}-{self.new_uuid()}"
+        return f"{spec.instance_id or spec.name}-{_uuid_text(self._new_uuid())}"
 
     def consumer_member_id(self) -> str:
         """A KIP-848 client's own id: a UUID in Kafka's URL-safe base64 form."""
-        return base64.urlsafe_b64encode(self.new_uuid().bytes).decode().rstrip("=")
+        return base64.urlsafe_b64encode(self._new_uuid()).decode().rstrip("=")
 
     def next_tick(self, client: Client, after: int, interval: int) -> int:
         """The client's first heartbeat at or after ``after``."""
@@ -187,7 +207,7 @@ class GroupSim:
             raise KstoreError(
                 f"topic {topic}: Kafka cannot reduce partitions ({known} -> {partitions})"
             )
-        self.emit(TopicChanged(topic=topic, partitions=partitions, racks=racks))
+        self.emit(TopicChanged.model_construct(topic=topic, partitions=partitions, racks=racks))
         self.ledger.add_partitions(self.subscribed_partitions(), self.now)
         if known is not None and known != partitions:
             self.on_topic_changed(topic)
@@ -208,12 +228,13 @@ class GroupSim:
     def start_client(self, spec: MemberSpec) -> None:
         client = self.clients.get(spec.name)
         if client is None:
-            client = self.clients[spec.name] = Client(spec)
+            client = self.clients[spec.name] = Client(spec, index=len(self.clients))
         elif client.alive:
             raise KstoreError(f"member {spec.name} is already running")
         client.spec = spec
         client.alive = True
         client.life += 1
+        self._running[spec.name] = client.index
         client.cut_until = 0
         client.busy_until = self.now
         client.silent_since = None
@@ -226,11 +247,20 @@ class GroupSim:
         if not client.alive:
             return
         self.release(client, client.owned)
-        client.alive = False
-        client.life += 1
+        self.halt(client)
         client.silent_since = self.now
         self.on_stop(client, clean=clean)
         self.bind(client, None)
+
+    def halt(self, client: Client) -> None:
+        """The process is no longer running; its pending timers go stale."""
+        client.alive = False
+        client.life += 1
+        self._running.pop(client.spec.name, None)
+
+    def running(self) -> list[str]:
+        """Names of the running clients, in the order they first started."""
+        return sorted(self._running, key=self._running.__getitem__)
 
     def restart_client(self, name: str, down_ms: int, *, clean: bool = True) -> None:
         client = self.client(name)

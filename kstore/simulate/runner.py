@@ -94,9 +94,6 @@ class _Driver:
         for index, step in enumerate(scenario.steps):
             sim.queue.schedule(step.at, f"step:{index}", lambda s=step: self.run(s))  # type: ignore[misc]
 
-    def _alive(self) -> list[str]:
-        return [name for name, c in self.sim.clients.items() if c.alive]
-
     def run(self, step: Step) -> None:
         sim = self.sim
         if step.join is not None:
@@ -112,7 +109,7 @@ class _Driver:
             sim.restart_client(step.restart.member, step.restart.down, clean=step.restart.clean)
         elif step.rolling_restart is not None:
             roll = step.rolling_restart
-            for i, name in enumerate(self._alive()):
+            for i, name in enumerate(self.sim.running()):
                 sim.queue.schedule(
                     sim.now + i * roll.interval,
                     f"roll:{step.at}:{name}",
@@ -133,7 +130,7 @@ class _Driver:
             sim.coordinator_failover()
 
     def _scale(self, target: int) -> None:
-        alive = self._alive()
+        alive = self.sim.running()
         if target < len(alive):
             for name in reversed(alive[target:]):
                 self.sim.stop_client(name, clean=True)
