@@ -1,7 +1,10 @@
 """The main job (``make run``): kstore's story on an embedded default, end to end.
 
-Today: answer the contract's example request, then put Kafka's strategies side by side
-on the same small group before and after a member leaves.
+Answer the contract's example request; put Kafka's strategies side by side on a small
+group before and after a member leaves; then the whole story on a local store
+(``kstore-demo.duckdb``, made afresh): simulate an example scenario, replay its history
+with two other strategies and with ``optimal`` (the lower bound of churn), print the
+compare table and write the report (``kstore-report.html``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ from kstore.assignors import (
 
 __all__ = ["main"]
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "request.json"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLE = EXAMPLES / "request.json"
+SCENARIO = EXAMPLES / "eager-vs-cooperative.yaml"
+STORE = Path("kstore-demo.duckdb")
+REPORT = Path("kstore-report.html")
+REPLAYS = ["range", "sticky", "optimal"]
 
 KAFKA_STRATEGIES = [
     "range",
@@ -76,6 +84,36 @@ def side_by_side(console: Console) -> None:
     console.print(table)
 
 
+def story(console: Console) -> None:
+    """Simulate, replay, compare, report."""
+    from kstore.analytics.replay import replay
+    from kstore.analytics.report import compare, write_report
+    from kstore.commands.analytics import print_result
+    from kstore.simulate import load_scenario, run_scenario
+    from kstore.store.log import Store
+
+    for stale in (STORE, STORE.with_name(STORE.name + ".lock"), REPORT):
+        stale.unlink(missing_ok=True)
+    store = Store(STORE)
+    store.init()
+    scenario = load_scenario(SCENARIO)
+    console.rule(f"simulate {SCENARIO.name} into {STORE}")
+    run = run_scenario(scenario, store=store, timeline="recorded")
+    group, cluster = run.stream.group, run.stream.cluster
+    timelines = ["recorded"]
+    for strategy in REPLAYS:
+        done = replay(store, group=group, cluster=cluster, strategy=strategy)
+        timelines.append(done.stream.timeline)
+        console.print(
+            f"replay with {strategy}: {done.rebalances} rebalances "
+            f"({done.follow_ups} cooperative follow-ups) -> {done.stream.timeline}"
+        )
+    console.rule(f"compare ({cluster}/{group})")
+    print_result(compare(store, group, timelines, cluster), "table")
+    plots = write_report(store, group, timelines, cluster, REPORT)
+    console.print(f"report: {REPORT} ({plots} plots; open it in a browser, works offline)")
+
+
 def main() -> None:
     console = Console()
     request = parse_request(EXAMPLE.read_text())
@@ -84,6 +122,7 @@ def main() -> None:
     for member, partitions in result.assignment.items():
         console.print(f"{member}: {', '.join(f'{t}-{p}' for t, p in partitions) or '-'}")
     side_by_side(console)
+    story(console)
 
 
 if __name__ == "__main__":
