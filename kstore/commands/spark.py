@@ -30,12 +30,18 @@ def export_parquet(store: Path, out: Path) -> None:
 
 @contextmanager
 def _session(master: str | None, conf: Sequence[str]) -> Iterator[Any]:
+    """A session for one command; one that was running already (a notebook's, a test's)
+    is used and left running."""
+    from pyspark.sql import SparkSession
+
     settings = parse_conf(conf)
+    running = SparkSession.getActiveSession()
     spark = build_session(master, settings)
     try:
         yield spark
     finally:
-        spark.stop()
+        if running is None:
+            spark.stop()
 
 
 def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequence[str]) -> None:

@@ -181,7 +181,7 @@ class MetricsContract:
         }
 
     @settings(
-        max_examples=4,
+        max_examples=3,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
@@ -192,7 +192,7 @@ class MetricsContract:
             self.check(events)
 
     def test_generated_fleet(self) -> None:
-        self.check(list(fleet(6, 25, seed=3)))
+        self.check(list(fleet(5, 20, seed=3)))
 
 
 def _at(events: list[Event], row: dict[str, Any]) -> datetime:

@@ -1,0 +1,104 @@
+"""``kstore export`` and the log's Parquet form, without Spark (DuckDB and Arrow read it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.dataset as ds
+import pytest
+from hypothesis import given, settings
+
+from benchmarks._fleet import fleet
+from kstore.cli import main
+from kstore.spark._export import export_store
+from kstore.spark._schema import (
+    LogRow,
+    arrow_to_events,
+    data_type,
+    event_schema,
+    events_to_arrow,
+)
+from kstore.spark._session import parse_conf
+from kstore.store import EVENT_TYPES, Event
+from kstore.store.log import Store
+from tests.store.events_gen import streams
+
+_HIVE = "hive_partitioning = true, hive_types_autocast = false"
+
+
+def test_data_struct_has_every_field_of_every_event_type() -> None:
+    struct = data_type()
+    names = {struct.field(i).name for i in range(struct.num_fields)}
+    assert names == {f for model in EVENT_TYPES.values() for f in model.model_fields}
+    assert str(struct.field("assignment").type) == (
+        "map<string, list<item: struct<topic: string, partition: int64>>>"
+    )
+    assert event_schema().names[-1] == "data"
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams())
+def test_events_round_trip_through_arrow(events: list[Event]) -> None:
+    rows = [LogRow(i, i, event) for i, event in enumerate(events, start=1)]
+    back = list(arrow_to_events(events_to_arrow(rows)))
+    assert back == rows
+
+
+def test_export_is_the_store_log_and_projection(tmp_path: Path) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    odd = [
+        e.model_copy(update={"group": "a/b=c %x", "event_id": e.event_id + "x"})
+        for e in fleet(1, 5)
+    ]
+    store.append([*fleet(4, 10), *odd])
+    result = export_store(store, tmp_path / "out")
+    stored = [LogRow(s.position, s.version, s.event) for s in store.events()]
+    assert result.events == len(stored) and result.streams == 5
+
+    table = ds.dataset(tmp_path / "out" / "events", format="parquet", partitioning="hive")
+    exported = sorted(arrow_to_events(table.to_table()), key=lambda r: r.position or 0)
+    assert exported == stored
+
+    files = tmp_path / "out" / "assignments" / "**" / "*.parquet"
+    ours = duckdb.sql(
+        'SELECT cluster, group_id, timeline, version, generation, member, topic, "partition" '
+        f"FROM read_parquet('{files}', {_HIVE}) ORDER BY ALL"
+    ).fetchall()
+    with store.reading() as db:
+        theirs = db.execute(
+            'SELECT cluster, group_id, timeline, version, generation, member, topic, "partition"'
+            " FROM kstore_assignments ORDER BY ALL"
+        ).fetchall()
+    assert ours == theirs and len(ours) == result.assignments > 0
+    assert ("default" not in {r[0] for r in ours}) and "a/b=c %x" in {r[1] for r in ours}
+
+
+def test_export_refuses_a_used_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(1, 2))
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "x").write_text("")
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["kstore", "--store", str(store.path), "export", "--out", str(tmp_path / "used")],
+    )
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    assert "not empty" in capsys.readouterr().err
+
+
+def test_conf_pass_through() -> None:
+    assert parse_conf(["spark.executor.memory=4g", "a.b=x=y"]) == {
+        "spark.executor.memory": "4g",
+        "a.b": "x=y",
+    }
+    with pytest.raises(Exception, match="KEY=VALUE"):
+        parse_conf(["novalue"])

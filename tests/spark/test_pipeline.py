@@ -1,0 +1,225 @@
+"""Spark ingest and replay, and the commands end to end (one local session for the module)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.dataset as ds
+import pytest
+
+from benchmarks._fleet import fleet
+from kstore.analytics import run_query, run_sql
+from kstore.analytics.replay import replay
+from kstore.cli import main
+from kstore.spark._export import export_store
+from kstore.spark._frames import read_log
+from kstore.spark._ingest import ingest_dumps
+from kstore.spark._replay import write_replays
+from kstore.spark._schema import LogRow, arrow_to_events
+from kstore.store import Event, EventError, StreamId, parse_event_line
+from kstore.store.log import Store
+from tests.spark.metrics_contract import comparable
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+
+def _log(folder: Path) -> list[LogRow]:
+    table = ds.dataset(folder / "events", format="parquet", partitioning="hive").to_table()
+    return list(arrow_to_events(table))
+
+
+def _streams(rows: list[LogRow]) -> dict[StreamId, list[LogRow]]:
+    out: dict[StreamId, list[LogRow]] = defaultdict(list)
+    for row in rows:
+        out[row.event.stream].append(row)
+    return {s: sorted(r, key=lambda x: x.version) for s, r in out.items()}
+
+
+def test_ingest_validates_quarantines_and_deduplicates(spark: Any, tmp_path: Path) -> None:
+    events = list(fleet(3, 6))
+    lines = [e.to_json() for e in events]
+    no_id = json.loads(lines[4])
+    del no_id["event_id"]
+    bad = [
+        '{"group": "g", "type": "MemberLeft", "at": "2026-11-21T10:00:00Z", '
+        '"data": {"member_id": "m", "reason": "bored"}}',
+        "not json",
+        '{"group": "g", "type": "Nope", "at": "2026-11-21T10:00:00Z", "data": {}}',
+        '{"group": "g", "type": "TopicChanged", "at": "2026-11-21T10:00:00Z", '
+        '"data": {"topic": "t", "partitions": 0}}',
+    ]
+    dumps = tmp_path / "dumps"
+    (dumps / "more").mkdir(parents=True)
+    half = len(lines) // 2
+    # a.jsonl: first half, a bad line, a blank line, a duplicate of line 1.
+    a = [*lines[:half], bad[0], "", lines[0]]
+    (dumps / "a.jsonl").write_text("\n".join(a) + "\n")
+    b = [*lines[half:], *bad[1:], json.dumps(no_id)]
+    (dumps / "more" / "b.jsonl").write_text("\n".join(b) + "\n")
+
+    result = ingest_dumps(spark, [str(dumps)], tmp_path / "out")
+    assert (result.events, result.quarantined, result.duplicates) == (len(lines) + 1, 4, 1)
+
+    rows = _log(tmp_path / "out")
+    by_stream = _streams(rows)
+    wanted: dict[StreamId, list[Event]] = defaultdict(list)
+    for event in events:
+        wanted[event.stream].append(event)
+    # The line without an id comes last (file more/b.jsonl) and gets a new id.
+    copied = events[4].stream
+    assert set(by_stream) == set(wanted)
+    for stream, expected in wanted.items():
+        got = [r.event for r in by_stream[stream]]
+        assert [r.version for r in by_stream[stream]] == list(range(1, len(got) + 1))
+        if stream == copied:
+            last = got.pop()
+            assert last.event_id not in {e.event_id for e in events}
+            assert last.model_copy(update={"event_id": events[4].event_id}) == events[4]
+        assert got == expected
+    positions = [r.position for r in sorted(rows, key=lambda r: r.position or 0)]
+    assert len(set(positions)) == len(rows)
+
+    quarantine = [
+        json.loads(line)
+        for path in sorted((tmp_path / "out" / "quarantine").glob("*.json"))
+        for line in path.read_text().splitlines()
+    ]
+    assert len(quarantine) == 4
+    for item in quarantine:
+        source = a if item["file"].endswith("a.jsonl") else b
+        assert source[item["line"] - 1] == item["text"]
+        with pytest.raises(EventError) as exc:
+            parse_event_line(item["text"], item["line"])
+        assert item["reason"] == str(exc.value)  # the reason `kstore append` gives
+    assert {q["reason"].split(": ", 2)[1] for q in quarantine} == {
+        "data.reason",
+        "not JSON",
+        "type",
+        "data.partitions",
+    }
+
+    # Ingesting the same dumps again gives the same events, ids included.
+    again = ingest_dumps(spark, [str(dumps)], tmp_path / "again")
+    assert again == result
+    key = lambda r: r.event.event_id  # noqa: E731
+    assert sorted(_log(tmp_path / "again"), key=key) == sorted(rows, key=key)
+
+
+def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(4, 12, seed=5))
+    export_store(store, tmp_path / "log")
+    strategies = ["sticky", "cooperative-sticky", "optimal"]
+    count = write_replays(read_log(spark, [tmp_path / "log"]), strategies, tmp_path / "out")
+    replayed = _streams(_log(tmp_path / "out"))
+    assert count == sum(len(r) for r in replayed.values())
+    sources = [info.stream for info in store.streams()]
+    assert len(replayed) == len(sources) * len(strategies)
+    for source in sources:
+        for strategy in strategies:
+            replay(store, cluster=source.cluster, group=source.group, strategy=strategy)
+            target = StreamId(source.cluster, source.group, f"replay/{strategy}")
+            theirs = list(
+                store.events(cluster=target.cluster, group=target.group, timeline=target.timeline)
+            )
+            ours = replayed[target]
+            assert [(r.version, r.event) for r in ours] == [(s.version, s.event) for s in theirs]
+            assert any(r.event.type == "AssignmentCompleted" for r in ours)
+
+
+def _cli(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.setattr(sys, "argv", ["kstore", *args])
+    try:
+        main()
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def test_commands_end_to_end(
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = str(tmp_path / "kstore.duckdb")
+    dumps = tmp_path / "dump.jsonl"
+    dumps.write_text("".join(e.to_json() + "\n" for e in fleet(3, 8, seed=9)))
+    assert _cli(monkeypatch, "--store", path, "init") == 0
+    assert _cli(monkeypatch, "--store", path, "append", str(dumps)) == 0
+    assert _cli(monkeypatch, "--store", path, "export", "--out", str(tmp_path / "exp")) == 0
+    conf = ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
+    steps = [
+        ["spark", "ingest", "--in", str(dumps), "--out", str(tmp_path / "ing")],
+        [
+            "spark",
+            "replay",
+            "--in",
+            str(tmp_path / "ing"),
+            "--strategies",
+            "sticky,optimal",
+            "--out",
+            str(tmp_path / "rep"),
+        ],
+        [
+            "spark",
+            "metrics",
+            "--in",
+            str(tmp_path / "ing"),
+            "--in",
+            str(tmp_path / "rep"),
+            "--out",
+            str(tmp_path / "met"),
+            "--window",
+            "day",
+        ],
+    ]
+    for step in steps:
+        assert _cli(monkeypatch, *step, *conf) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "quarantined 0 lines" in out and "metrics of" in out
+    assert spark.sparkContext._jsc is not None  # the test's session was left running
+
+    # `kstore sql` reads the results; the recorded timeline's rows are the metrics query's.
+    files = tmp_path / "met" / "metrics" / "**" / "*.parquet"
+    sql = (
+        'SELECT cluster, "group", timeline, version, generation, "at", members, assigned, '
+        "moved, new, revoked, unassigned, retainable, kept, stickiness, imbalance, excess, "
+        "double_assigned, duration_ms FROM read_parquet("
+        f"'{files}', hive_partitioning = true, hive_types_autocast = false)"
+    )
+    store = Store(path)
+    result = run_sql(store, sql)
+    recorded = [r for r in result.records() if r["timeline"] == "recorded"]
+    assert comparable(recorded) == comparable(run_query(store, "metrics", {}).records())
+    timelines = {r["timeline"] for r in result.records()}
+    assert timelines == {"recorded", "replay/sticky", "replay/optimal"}
+    assert _cli(monkeypatch, "--store", path, "sql", f"{sql} LIMIT 1", "--format", "json") == 0
+    assert json.loads(capsys.readouterr().out)[0]["timeline"] in timelines
+    windows = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{tmp_path / 'met' / 'windows' / '**' / '*.parquet'}')"
+    ).fetchone()
+    assert windows is not None and windows[0] > 0
+
+    # A bad option is one line and status 2, before any Spark work.
+    assert (
+        _cli(
+            monkeypatch,
+            "spark",
+            "metrics",
+            "--in",
+            str(tmp_path / "ing"),
+            "--out",
+            str(tmp_path / "w"),
+            "--window",
+            "week",
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.startswith("kstore: error: --window")
