@@ -93,7 +93,7 @@ def record_offsets(
         )
         return
 
-    from kstore.record.tail import Checkpoint, KafkaTopicSource, OffsetsTailer
+    from kstore.record.tail import KafkaTopicSource, OffsetsTailer
 
     if start not in ("beginning", "now"):
         raise UsageError(f"--from: beginning or now, not {start!r}")
@@ -104,7 +104,6 @@ def record_offsets(
         log.info("tailing %s (%s)", topic, settings.describe())
         tailer = OffsetsTailer(
             store,
-            Checkpoint.for_store(store_path, cluster, topic),
             lambda positions: KafkaTopicSource(
                 settings,
                 topic,
@@ -112,6 +111,7 @@ def record_offsets(
                 "beginning" if start == "beginning" else "now",
             ),
             cluster=cluster,
+            topic=topic,
             groups=selected,
             stop=stop,
         )

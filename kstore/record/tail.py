@@ -7,24 +7,19 @@ the builder's per-group state). A lost broker is retried with backoff and the so
 reopened at the checkpoint. A stop request (SIGINT/SIGTERM) is seen between batches, so
 the batch in flight is always stored and checkpointed first.
 
-The checkpoint is a JSON file beside the store (``<store>.offsets-<cluster>-<topic>.json``,
-replaced atomically). It is written after the append, so a crash between the two
-replays a few records on restart; their events have the same deterministic ids, so the
-store keeps them once. A side lock on the checkpoint keeps a second tailer of the same
-cluster and topic away.
+The checkpoint lives in the store (``kstore_checkpoints``, key ``offsets/<cluster>/<topic>``)
+and is written in the same transaction as the batch's events: both are stored or
+neither, whatever happens to the process. Each write names the checkpoint it started
+from, so a second tailer of the same cluster and topic on the same store is refused at
+its first batch instead of interleaving positions.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
-import os
 import threading
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from kstore._errors import KstoreError, UsageError
@@ -32,16 +27,17 @@ from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import OffsetsDecodeError
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
 from kstore.store.events import Event, parse_event
-from kstore.store.log import Store
+from kstore.store.log import CheckpointWrite, ConcurrencyError, Store
 
 __all__ = [
     "OFFSETS_TOPIC",
-    "Checkpoint",
     "KafkaTopicSource",
     "OffsetsTailer",
     "RecordSource",
     "SourceError",
     "TailStats",
+    "TailerPosition",
+    "checkpoint_key",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -66,53 +62,31 @@ SourceFactory = Callable[[dict[int, int]], RecordSource]
 """Opens a source positioned at the given next offsets (partition -> offset)."""
 
 
-@dataclass
-class Checkpoint:
-    """The tailer's position and the builder's state, kept beside the store."""
+def checkpoint_key(cluster: str, topic: str) -> str:
+    """The tailer's key among the store's checkpoints."""
+    return f"offsets/{cluster}/{topic}"
 
-    path: Path
+
+@dataclass
+class TailerPosition:
+    """Where a tailer stopped: each partition's next offset and the builder's state."""
+
     positions: dict[int, int] = field(default_factory=dict)
     builder: dict[str, Any] = field(default_factory=dict)
     groups: list[str] | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "positions": {str(p): o for p, o in self.positions.items()},
+            "builder": self.builder,
+            "groups": self.groups,
+        }
+
     @classmethod
-    def for_store(cls, store: Path, cluster: str, topic: str) -> Checkpoint:
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{cluster}-{topic}")
-        return cls(store.with_name(f"{store.name}.offsets-{safe}.json"))
-
-    def load(self) -> bool:
-        """Read the saved checkpoint; False when there is none yet."""
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return False
-        except (OSError, ValueError) as exc:
-            raise KstoreError(f"{self.path}: unreadable checkpoint: {exc}") from None
-        self.positions = {int(p): int(o) for p, o in raw["positions"].items()}
-        self.builder = raw["builder"]
-        self.groups = raw["groups"]
-        return True
-
-    def save(self) -> None:
-        raw = {"positions": self.positions, "builder": self.builder, "groups": self.groups}
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(raw, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, self.path)
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Exclusive use of this checkpoint for the life of one tailer."""
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise KstoreError(
-                    f"{self.path}: another recorder is tailing this topic into this store"
-                ) from None
-            yield
-        finally:
-            os.close(fd)
+    def from_json(cls, raw: dict[str, Any]) -> TailerPosition:
+        return cls(
+            {int(p): int(o) for p, o in raw["positions"].items()}, raw["builder"], raw["groups"]
+        )
 
 
 @dataclass
@@ -130,61 +104,63 @@ class OffsetsTailer:
     def __init__(
         self,
         store: Store,
-        checkpoint: Checkpoint,
         open_source: SourceFactory,
         *,
         cluster: str = "default",
+        topic: str = OFFSETS_TOPIC,
         groups: Collection[str] | None = None,
         stop: threading.Event | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
     ) -> None:
         self.store = store
-        self.checkpoint = checkpoint
         self.open_source = open_source
         self.stop = stop or threading.Event()
         self.backoff = backoff
         self.stats = TailStats()
+        self.key = checkpoint_key(cluster, topic)
+        self._saved = store.checkpoint(self.key)
+        self.position = TailerPosition.from_json(self._saved) if self._saved else TailerPosition()
         wanted = None if groups is None else sorted(groups)
-        if checkpoint.load() and checkpoint.groups != wanted:
+        if self._saved is not None and self.position.groups != wanted:
             raise UsageError(
-                f"{checkpoint.path} was recorded for groups {checkpoint.groups or 'all'}, "
-                f"not {wanted or 'all'}: use the same selection, or another store"
+                f"{self.key} was recorded into this store for groups "
+                f"{self.position.groups or 'all'}, not {wanted or 'all'}: "
+                "use the same selection, or another store"
             )
-        checkpoint.groups = wanted
-        self.builder = OffsetsEventBuilder(cluster, groups, checkpoint.builder)
+        self.position.groups = wanted
+        self.builder = OffsetsEventBuilder(cluster, groups, self.position.builder)
 
     def run(self, *, until_idle: bool = False) -> TailStats:
         """Tail until ``stop`` is set (or, with ``until_idle``, a poll finds nothing)."""
-        with self.checkpoint.held():
-            pause = self.backoff[0]
-            source: RecordSource | None = None
-            try:
-                while not self.stop.is_set():
-                    try:
-                        if source is None:
-                            source = self.open_source(dict(self.checkpoint.positions))
-                        records = source.poll(0.5)
-                    except SourceError as exc:
-                        self.stats.retries += 1
-                        log.warning("broker unavailable (%s); retrying in %.1f s", exc, pause)
-                        if source is not None:
-                            source.close()
-                            source = None
-                        self.stop.wait(pause)
-                        pause = min(pause * 2, self.backoff[1])
-                        continue
-                    pause = self.backoff[0]
-                    if records:
-                        self._record(records)
-                    elif until_idle:
-                        break
-            finally:
-                if source is not None:
-                    source.close()
+        pause = self.backoff[0]
+        source: RecordSource | None = None
+        try:
+            while not self.stop.is_set():
+                try:
+                    if source is None:
+                        source = self.open_source(dict(self.position.positions))
+                    records = source.poll(0.5)
+                except SourceError as exc:
+                    self.stats.retries += 1
+                    log.warning("broker unavailable (%s); retrying in %.1f s", exc, pause)
+                    if source is not None:
+                        source.close()
+                        source = None
+                    self.stop.wait(pause)
+                    pause = min(pause * 2, self.backoff[1])
+                    continue
+                pause = self.backoff[0]
+                if records:
+                    self._record(records)
+                elif until_idle:
+                    break
+        finally:
+            if source is not None:
+                source.close()
         return self.stats
 
     def _record(self, records: list[RawRecord]) -> None:
-        """Decode, store and checkpoint one batch: stored before the position moves."""
+        """Decode one batch; store its events and the new position in one transaction."""
         events: list[Event] = []
         for raw in records:
             try:
@@ -192,10 +168,20 @@ class OffsetsTailer:
             except OffsetsDecodeError as exc:
                 self.stats.bad += 1
                 log.warning("skipped a bad record: %s", exc)
-            self.checkpoint.positions[raw.partition] = raw.offset + 1
-        result = self.store.append(events)
-        self.checkpoint.builder = self.builder.state()
-        self.checkpoint.save()
+            self.position.positions[raw.partition] = raw.offset + 1
+        self.position.builder = self.builder.state()
+        value = self.position.to_json()
+        try:
+            result = self.store.append(
+                events, checkpoint=CheckpointWrite(self.key, value, expected=self._saved)
+            )
+        except ConcurrencyError:
+            raise KstoreError(
+                f"{self.store.path}: the position of {self.key} was moved by another "
+                "recorder (a second tailer of this topic on this store?); stopped, "
+                "this batch not stored"
+            ) from None
+        self._saved = value
         self.stats.records += len(records)
         self.stats.events += len(events)
         self.stats.stored += result.stored

@@ -3,8 +3,9 @@
 Every access is a short window: take the side lock (``_lock``), open the file through
 SQLAlchemy (``NullPool``, so closing really closes), check the schema revision, work,
 close, let go. Writes run in one DuckDB transaction per append, so a batch, its
-projection rows, its stream heads and snapshots are stored together or not at all, even
-when the process is killed halfway. Bulk rows go in as Arrow tables.
+projection rows, its stream heads and snapshots, and a recorder's checkpoint, are stored
+together or not at all, even when the process is killed halfway. Bulk rows go in as
+Arrow tables.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from kstore.store.schema import HEAD, PROJECTIONS, REVISIONS, SNAPSHOTS
 __all__ = [
     "SNAPSHOT_EVERY",
     "AppendResult",
+    "CheckpointWrite",
     "ConcurrencyError",
     "SchemaError",
     "Store",
@@ -96,6 +98,20 @@ class StoredEvent:
 class AppendResult:
     stored: int
     already: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointWrite:
+    """A recorder's new position, stored by ``append`` in the transaction of its events.
+
+    ``value`` is JSON (dict keys come back as strings). ``expected`` is the value the
+    recorder read or last wrote (None: it had none): when the stored one differs,
+    another writer moved it, and the append raises ``ConcurrencyError``, storing nothing.
+    """
+
+    key: str
+    value: Any
+    expected: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,23 +323,30 @@ class Store:
         self,
         events: Iterable[Event],
         expected_version: int | Mapping[StreamId, int] | None = None,
+        *,
+        checkpoint: CheckpointWrite | None = None,
     ) -> AppendResult:
         """Store a batch atomically; events whose ``event_id`` is stored already are skipped.
 
         ``expected_version`` (per stream, or one number for a one-stream batch) is the
         version each stream must be at; if one has moved on, ``ConcurrencyError`` and
-        nothing is stored.
+        nothing is stored. ``checkpoint`` is stored in the same transaction (also when
+        the batch brings nothing new).
         """
         unique: dict[str, Event] = {}
         for event in events:
             unique.setdefault(event.event_id, event)
-        if not unique:
+        if not unique and checkpoint is None:
             return AppendResult(0, 0)
+        present: list[tuple[Any, ...]] = []
         with self._window(write=True) as conn:
-            with conn.registered("_kstore_ids", pa.table({"event_id": list(unique)})):
-                present = conn.rows(
-                    "SELECT event_id FROM kstore_events JOIN _kstore_ids USING (event_id)"
-                )
+            if checkpoint is not None:
+                self._write_checkpoint(conn, checkpoint)
+            if unique:
+                with conn.registered("_kstore_ids", pa.table({"event_id": list(unique)})):
+                    present = conn.rows(
+                        "SELECT event_id FROM kstore_events JOIN _kstore_ids USING (event_id)"
+                    )
             for (event_id,) in present:
                 del unique[event_id]
             if unique:
@@ -331,6 +354,19 @@ class Store:
         if unique:
             self._heads.update(heads)
         return AppendResult(len(unique), len(present))
+
+    def _write_checkpoint(self, conn: _Conn, checkpoint: CheckpointWrite) -> None:
+        found = conn.rows("SELECT position FROM kstore_checkpoints WHERE key = ?", [checkpoint.key])
+        have = json.loads(found[0][0]) if found else None
+        if have != json.loads(json.dumps(checkpoint.expected)):
+            raise ConcurrencyError(
+                f"checkpoint {checkpoint.key!r} was moved by another writer; nothing stored"
+            )
+        conn.run(
+            "INSERT OR REPLACE INTO kstore_checkpoints (key, position, updated_at) "
+            "VALUES (?, ?, ?)",
+            [checkpoint.key, json.dumps(checkpoint.value), datetime.now(UTC).replace(tzinfo=None)],
+        )
 
     def _write_batch(
         self,
@@ -573,6 +609,12 @@ class Store:
             if len(page) < _READ_PAGE:
                 return
             after = page[-1][0]
+
+    def checkpoint(self, key: str) -> Any:
+        """The position last stored under ``key`` (JSON), or None."""
+        with self._window(write=False) as conn:
+            found = conn.rows("SELECT position FROM kstore_checkpoints WHERE key = ?", [key])
+        return json.loads(found[0][0]) if found else None
 
     def streams(self) -> list[StreamInfo]:
         with self._window(write=False) as conn:

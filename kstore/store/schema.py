@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 __all__ = [
     "ASSIGNMENTS",
+    "CHECKPOINTS",
     "EVENTS",
     "HEAD",
     "OWNERSHIP",
@@ -23,7 +24,12 @@ __all__ = [
     "metadata",
 ]
 
-REVISIONS: tuple[str, ...] = ("0001_log", "0002_projections", "0003_analytics")
+REVISIONS: tuple[str, ...] = (
+    "0001_log",
+    "0002_projections",
+    "0003_analytics",
+    "0004_checkpoints",
+)
 HEAD = REVISIONS[-1]
 
 metadata = sa.MetaData()
@@ -73,6 +79,15 @@ SNAPSHOTS = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("state", sa.String, nullable=False),
     sa.PrimaryKeyConstraint("cluster", "group_id", "timeline", "version"),
+)
+
+# Recorders' positions (JSON), written in the transaction of the events they lead to.
+CHECKPOINTS = sa.Table(
+    "kstore_checkpoints",
+    metadata,
+    sa.Column("key", sa.String, primary_key=True),
+    sa.Column("position", sa.String, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
 )
 
 # Projections: no keys or indexes, so that Arrow inserts run at DuckDB's bulk speed.

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pytest
 
+from kstore._errors import KstoreError
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
-from kstore.record.tail import Checkpoint, OffsetsTailer, SourceError
+from kstore.record.tail import OffsetsTailer, SourceError, checkpoint_key
 from kstore.store import fold
 from kstore.store.log import Store
 from tests.record.test_offsets_events import CLASSIC, _dump_line
@@ -52,10 +54,7 @@ class FakeSource:
 
 
 def tailer(store: Store, source: FakeSource, **kwargs: object) -> OffsetsTailer:
-    checkpoint = Checkpoint.for_store(store.path, "prod", "__consumer_offsets")
-    return OffsetsTailer(
-        store, checkpoint, source.open, cluster="prod", backoff=(0.01, 0.05), **kwargs
-    )  # type: ignore[arg-type]
+    return OffsetsTailer(store, source.open, cluster="prod", backoff=(0.01, 0.05), **kwargs)  # type: ignore[arg-type]
 
 
 def stored(store: Store) -> list[dict[str, object]]:
@@ -82,11 +81,36 @@ def test_a_restart_resumes_at_the_checkpoint_without_duplicates(store: Store, cu
     assert stored(store) == expected_events(CLASSIC)
 
 
-def test_a_checkpoint_lost_after_the_append_replays_into_the_same_ids(store: Store) -> None:
+def test_a_forgotten_position_replays_into_the_same_ids(store: Store) -> None:
     tailer(store, FakeSource(CLASSIC, 3, None)).run(until_idle=True)
-    Checkpoint.for_store(store.path, "prod", "__consumer_offsets").path.unlink()
+    with duckdb.connect(str(store.path)) as connection:  # as after a schema downgrade
+        connection.execute("DELETE FROM kstore_checkpoints")
     stats = tailer(store, FakeSource(CLASSIC, 3, None)).run(until_idle=True)
+    assert stats.records == len(CLASSIC)
     assert stats.stored == 0
+    assert stored(store) == expected_events(CLASSIC)
+
+
+def test_a_failed_append_stores_neither_events_nor_position(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tailer(store, FakeSource(CLASSIC[:2], 2, None)).run(until_idle=True)
+    before = store.checkpoint(checkpoint_key("prod", "__consumer_offsets"))
+    real = Store._store_heads
+
+    def crash(self: Store, *args: Any) -> None:
+        real(self, *args)
+        raise RuntimeError("killed mid-append")
+
+    monkeypatch.setattr(Store, "_store_heads", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        tailer(store, FakeSource(CLASSIC, 10, None)).run(until_idle=True)
+    monkeypatch.undo()
+    assert store.checkpoint(checkpoint_key("prod", "__consumer_offsets")) == before
+    assert stored(store) == expected_events(CLASSIC[:2])
+    source = FakeSource(CLASSIC, 10, None)
+    tailer(store, source).run(until_idle=True)
+    assert source.opened == [{7: CLASSIC[1].offset + 1}]
     assert stored(store) == expected_events(CLASSIC)
 
 
@@ -120,14 +144,21 @@ def test_a_stop_request_ends_the_loop_after_the_batch(store: Store) -> None:
 
 
 def test_a_second_tailer_of_the_same_topic_is_refused(store: Store) -> None:
-    checkpoint = Checkpoint.for_store(store.path, "prod", "__consumer_offsets")
-    with checkpoint.held(), pytest.raises(Exception, match="another recorder"):
-        tailer(store, FakeSource(CLASSIC, 1, None)).run(until_idle=True)
+    tailer(store, FakeSource(CLASSIC[:1], 1, None)).run(until_idle=True)
+    one = tailer(store, FakeSource(CLASSIC, 1, None))
+    two = tailer(store, FakeSource(CLASSIC, 1, None))  # both start from the same position
+    one.run(until_idle=True)
+    with pytest.raises(KstoreError, match="moved by another recorder"):
+        two.run(until_idle=True)
+    assert stored(store) == expected_events(CLASSIC)
+    # Another topic, or another cluster, has a position of its own.
+    other = tailer(store, FakeSource(CLASSIC, 2, None), topic="copy")
+    assert other.run(until_idle=True).records == len(CLASSIC)
 
 
 def test_the_group_selection_must_match_the_checkpoint(store: Store) -> None:
     tailer(store, FakeSource(CLASSIC, 1, None), groups=["g"]).run(until_idle=True)
-    with pytest.raises(Exception, match="recorded for groups"):
+    with pytest.raises(Exception, match=r"recorded into this store for groups \[.g.\], not all"):
         tailer(store, FakeSource(CLASSIC, 1, None))
 
 
@@ -146,9 +177,10 @@ def test_record_offsets_file_appends_the_dump_idempotently(store: Store, tmp_pat
     assert state.members == {}
 
 
-def test_checkpoint_file_is_json_beside_the_store(store: Store) -> None:
+def test_the_position_is_kept_in_the_store_and_nothing_beside_it(store: Store) -> None:
     tailer(store, FakeSource(CLASSIC, 10, None)).run(until_idle=True)
-    path = Checkpoint.for_store(store.path, "prod", "__consumer_offsets").path
-    assert path.parent == store.path.parent
-    raw = json.loads(path.read_text())
+    raw = store.checkpoint(checkpoint_key("prod", "__consumer_offsets"))
     assert raw["positions"] == {"7": CLASSIC[-1].offset + 1}
+    assert raw["groups"] is None
+    assert OffsetsEventBuilder("prod", None, raw["builder"]).state() == raw["builder"]
+    assert [p.name for p in store.path.parent.iterdir() if "offsets" in p.name] == []
