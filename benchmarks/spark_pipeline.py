@@ -1,0 +1,137 @@
+"""The pipeline on Spark (``local[2]``) beside the single-process DuckDB path, same data.
+
+A generated fleet (``_fleet``: groups x 50 rebalances) goes into a store, which
+``kstore export`` writes as Parquet. Then, for each size:
+
+- replay with ``sticky``: Spark (``spark replay``: one task per stream) against
+  ``kstore replay`` group by group into the store (the same ``replay_events``, plus the
+  store's appends);
+- metrics: Spark (``spark metrics``: the fold's facts per stream, then Spark SQL) against
+  the DuckDB ``metrics`` query over the store (whose facts the appends projected).
+
+Figures are recorded rebalances (``AssignmentCompleted`` of the source) per second, and
+how each path's time grows from the small fleet to the large one (10x the groups). The
+Spark session's start (once) is reported apart. ``quick``: 100 and 1,000 groups x 10.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks._fleet import fleet
+from kstore.analytics import run_query
+from kstore.analytics.replay import replay
+from kstore.spark._export import export_store
+from kstore.spark._frames import read_log
+from kstore.spark._metrics import write_metrics
+from kstore.spark._replay import write_replays
+from kstore.spark._session import build_session
+from kstore.store.log import Store
+
+__all__ = ["main"]
+
+STRATEGY = "sticky"
+_BATCH = 20_000
+
+
+def _store(folder: Path, groups: int, rebalances: int) -> tuple[Store, int, float]:
+    store = Store(folder / "kstore.duckdb")
+    store.init()
+    batch = []
+    count = 0
+    started = time.perf_counter()
+    for event in fleet(groups, rebalances):
+        batch.append(event)
+        count += event.type == "AssignmentCompleted"
+        if len(batch) >= _BATCH:
+            store.append(batch)
+            batch = []
+    store.append(batch)
+    return store, count, time.perf_counter() - started
+
+
+def _timed(action: Any) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def _duckdb_replay(store: Store) -> None:
+    for info in store.streams():
+        if info.stream.timeline == "recorded":
+            s = info.stream
+            replay(store, cluster=s.cluster, group=s.group, strategy=STRATEGY)
+
+
+def _measure(spark: Any, folder: Path, groups: int, rebalances: int) -> dict[str, Any]:
+    store, count, loading = _store(folder, groups, rebalances)
+    export = _timed(lambda: export_store(store, folder / "log"))
+    log = read_log(spark, [folder / "log"])
+    figures = {
+        "groups": groups,
+        "rebalances": count,
+        "load": loading,
+        "export": export,
+        "spark replay": _timed(lambda: write_replays(log, [STRATEGY], folder / "replay")),
+        "spark metrics": _timed(lambda: write_metrics(spark, log, folder / "metrics")),
+        "duckdb metrics": _timed(lambda: run_query(store, "metrics", {})),
+        "duckdb replay": _timed(lambda: _duckdb_replay(store)),
+    }
+    shutil.rmtree(folder)
+    return figures
+
+
+def main(quick: bool = False) -> None:
+    sizes, rebalances = ((100, 1_000), 10) if quick else ((1_000, 10_000), 50)
+    console = Console()
+    started = time.perf_counter()
+    spark = build_session(
+        "local[2]",
+        {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+        | {"spark.sql.shuffle.partitions": "8"},
+        app_name="kstore-bench",
+    )
+    session = time.perf_counter() - started
+    try:
+        results = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for groups in sizes:
+                results.append(_measure(spark, Path(tmp) / str(groups), groups, rebalances))
+    finally:
+        spark.stop()
+    table = Table(
+        title=f"spark pipeline (local[2]) vs single-process DuckDB, x {rebalances} rebalances "
+        f"(Spark session start {session:.1f} s)"
+    )
+    for name in ("groups", "rebalances", "path", "seconds", "rebalances/s", "growth"):
+        table.add_column(name, justify="right")
+    small, large = results
+    for figures in results:
+        for path in ("spark replay", "duckdb replay", "spark metrics", "duckdb metrics"):
+            seconds = figures[path]
+            growth = f"x{large[path] / small[path]:.1f}" if figures is large and small[path] else ""
+            table.add_row(
+                f"{figures['groups']:,}",
+                f"{figures['rebalances']:,}",
+                path,
+                f"{seconds:.2f}",
+                f"{figures['rebalances'] / seconds:,.0f}",
+                growth,
+            )
+    console.print(table)
+    for figures in results:
+        console.print(
+            f"{figures['groups']:,} groups: store load {figures['load']:.1f} s, "
+            f"export {figures['export']:.1f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
