@@ -57,6 +57,11 @@ STABLE = "Stable"
 
 _JOIN_TIMER = "join"
 
+_REBALANCING = (
+    "rebalance failed due to 'The group is rebalancing, so a rejoin is needed.' "
+    "(RebalanceInProgressException)"
+)
+
 _LeftReason = Literal["leave", "session-timeout", "poll-timeout", "fenced", "other"]
 
 
@@ -233,10 +238,10 @@ class ClassicGroupSim(GroupSim):
             self._complete_join()
             return
         self.queue.schedule(self.now + self._rebalance_timeout(), _JOIN_TIMER, self._complete_join)
-        for member_id in list(self.state.members):
-            client = self.client_of(member_id)
-            if member_id not in self.awaiting and client is not None:
-                self._learn_rebalance(client)
+        clients = self.member_clients
+        self._learn_rebalance(
+            [clients[m] for m in self.state.members if m not in self.awaiting and m in clients]
+        )
 
     def _schedule_initial(self, delay: int, remaining: int) -> None:
         def fire() -> None:
@@ -372,23 +377,26 @@ class ClassicGroupSim(GroupSim):
 
     # --- members: rejoining -----------------------------------------------------------------
 
-    def _learn_rebalance(self, client: Client) -> None:
-        """REBALANCE_IN_PROGRESS on the next heartbeat, the JoinGroup from the next poll."""
-        if not client.connected(self.now):
-            return
-        tick = self.next_tick(client, self.now, self.heartbeat_interval())
-        at = max(tick, client.busy_until) + self.settings.poll_ms
-        life = client.life
-        self.queue.schedule(
-            at,
-            f"rejoin:{client.spec.name}",
-            lambda: self._rejoin_existing(
-                client,
-                life,
-                "rebalance failed due to 'The group is rebalancing, so a rejoin is needed.' "
-                "(RebalanceInProgressException)",
+    def _learn_rebalance(self, clients: list[Client]) -> None:
+        """REBALANCE_IN_PROGRESS on each client's next heartbeat, its JoinGroup from its
+        next poll."""
+        now, interval, poll = self.now, self.heartbeat_interval(), self.settings.poll_ms
+        self.queue.schedule_each(
+            (
+                (
+                    max(self.next_tick(c, now, interval), c.busy_until) + poll,
+                    f"rejoin:{c.spec.name}",
+                    (c, c.life),
+                )
+                for c in clients
+                if c.connected(now)
             ),
+            self._rejoin_rebalancing,
         )
+
+    def _rejoin_rebalancing(self, arg: tuple[Client, int]) -> None:
+        client, life = arg
+        self._rejoin_existing(client, life, _REBALANCING)
 
     def _rejoin_existing(self, client: Client, life: int, client_reason: str) -> None:
         if client.life != life or not client.connected(self.now):
@@ -623,7 +631,7 @@ class ClassicGroupSim(GroupSim):
             return
         self.queue.cancel(f"expire:{member_id}")
         if self.phase == PREPARING and member_id not in self.awaiting:
-            self._learn_rebalance(client)
+            self._learn_rebalance([client])
 
     def on_coordinator_moved(self) -> None:
         # The new coordinator loads the group from the log (here: the fold) and gives

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 __all__ = ["EventQueue"]
 
 Action = Callable[[], None]
+
+
+class _Batch:
+    """Actions that share one callable, scheduled together (e.g. every member's rejoin
+    after a rebalance starts): one heap entry stands for all of them, at the time and
+    sequence number of the first that is still live."""
+
+    __slots__ = ("items", "pos", "run")
+
+    def __init__(self, items: list[tuple[int, int, str, Any]], run: Callable[[Any], None]) -> None:
+        self.items = items
+        self.pos = 0
+        self.run = run
 
 
 class EventQueue:
@@ -22,7 +36,8 @@ class EventQueue:
 
     def __init__(self) -> None:
         self.now = 0
-        self._heap: list[tuple[int, int, str, Action]] = []
+        # (time, sequence, key, action), or (time, sequence, None, batch) for a batch.
+        self._heap: list[tuple[int, int, str | None, Any]] = []
         self._live: dict[str, int] = {}
         self._seq = 0
 
@@ -33,6 +48,24 @@ class EventQueue:
         self._live[key] = self._seq
         heapq.heappush(self._heap, (at, self._seq, key, action))
 
+    def schedule_each(
+        self, entries: Iterable[tuple[int, str, Any]], run: Callable[[Any], None]
+    ) -> None:
+        """``schedule(at, key, lambda: run(arg))`` for each ``(at, key, arg)`` in turn,
+        with one heap entry for them all."""
+        now, live, seq = self.now, self._live, self._seq
+        items = []
+        for at, key, arg in entries:
+            if at < now:
+                raise ValueError(f"cannot schedule {key} at {at} ms, before now ({now} ms)")
+            seq += 1
+            live[key] = seq
+            items.append((at, seq, key, arg))
+        self._seq = seq
+        if items:
+            items.sort()
+            heapq.heappush(self._heap, (items[0][0], items[0][1], None, _Batch(items, run)))
+
     def cancel(self, key: str) -> None:
         self._live.pop(key, None)
 
@@ -41,26 +74,55 @@ class EventQueue:
 
     def next_time(self) -> int | None:
         """When the next live action is due, or ``None`` if nothing is."""
-        heap = self._heap
-        while heap and self._live.get(heap[0][2]) != heap[0][1]:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        heap, live = self._heap, self._live
+        while heap:
+            at, seq, key, action = heap[0]
+            if key is not None:
+                if live.get(key) == seq:
+                    return at
+                heapq.heappop(heap)
+                continue
+            items, pos = action.items, action.pos
+            while pos < len(items) and live.get(items[pos][2]) != items[pos][1]:
+                pos += 1
+            action.pos = pos
+            if pos == len(items):
+                heapq.heappop(heap)
+            elif items[pos][1] != seq:
+                heapq.heapreplace(heap, (items[pos][0], items[pos][1], None, action))
+            else:
+                return at
+        return None
 
-    def run_next(self) -> bool:
-        """Advance to the next live action and run it; ``False`` if there is none."""
-        if self.next_time() is None:
+    def run_next(self, until: int | None = None) -> bool:
+        """Advance to the next live action and run it; ``False`` if there is none (due
+        at or before ``until``, when given)."""
+        due = self.next_time()
+        if due is None or (until is not None and due > until):
             return False
-        at, _, key, action = heapq.heappop(self._heap)
+        heap = self._heap
+        at, _, key, action = heap[0]
+        if key is not None:
+            heapq.heappop(heap)
+            del self._live[key]
+            self.now = at
+            action()
+            return True
+        items = action.items
+        _, _, key, arg = items[action.pos]
+        action.pos += 1
+        if action.pos < len(items):
+            follower = items[action.pos]
+            heapq.heapreplace(heap, (follower[0], follower[1], None, action))
+        else:
+            heapq.heappop(heap)
         del self._live[key]
         self.now = at
-        action()
+        action.run(arg)
         return True
 
     def run_until(self, until: int) -> None:
         """Run every action due at or before ``until``, then stand at ``until``."""
-        while True:
-            due = self.next_time()
-            if due is None or due > until:
-                break
-            self.run_next()
+        while self.run_next(until):
+            pass
         self.now = max(self.now, until)

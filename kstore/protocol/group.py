@@ -314,7 +314,10 @@ class GroupSim:
     def release(self, client: Client, tps: set[TopicPartition] | frozenset[TopicPartition]) -> None:
         if client.member_id is not None:
             self.ledger.release(client.member_id, tps, self.now)
-        client.owned -= set(tps)
+        if tps is client.owned:
+            client.owned = set()
+        else:
+            client.owned -= tps
 
     def acquire(self, client: Client, tps: set[TopicPartition]) -> None:
         assert client.member_id is not None

@@ -33,27 +33,34 @@ class OwnershipLedger:
                 self.unowned_since[tp] = now
 
     def release(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
+        owner, unowned_since = self.owner, self.unowned_since
         for tp in tps:
-            if self.owner.get(tp) == member:
-                self.owner[tp] = None
-                self.unowned_since[tp] = now
+            if owner.get(tp) == member:
+                owner[tp] = None
+                unowned_since[tp] = now
 
     def acquire(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
+        # Every rebalance passes each partition through here: locals, no calls per partition.
+        owner, last_owner, unowned_since = self.owner, self.last_owner, self.unowned_since
+        total, longest, moves = self.unowned_ms, self.longest_unowned_ms, self.moves
         for tp in tps:
-            current = self.owner.get(tp)
+            current = owner.get(tp)
             if current == member:
                 continue
             if current is not None:
                 # Kafka never hands a partition over without its owner revoking it first;
                 # a simulator bug would show up here as a double owner.
                 raise AssertionError(f"{tp} given to {member} while {current} still owns it")
-            since = self.unowned_since.pop(tp, now)
-            self._gap(now - since)
-            previous = self.last_owner.get(tp)
+            gap = now - unowned_since.pop(tp, now)
+            total += gap
+            if gap > longest:
+                longest = gap
+            previous = last_owner.get(tp)
             if previous is not None and previous != member:
-                self.moves += 1
-            self.owner[tp] = member
-            self.last_owner[tp] = member
+                moves += 1
+            owner[tp] = member
+            last_owner[tp] = member
+        self.unowned_ms, self.longest_unowned_ms, self.moves = total, longest, moves
 
     def rename(self, old: str, new: str) -> None:
         """A static member replaced: its partitions carry on under the new id."""

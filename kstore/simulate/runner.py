@@ -183,11 +183,7 @@ def run_scenario(
     driver.schedule()
     end = scenario.end
     ticks = 0
-    while True:
-        due = sim.queue.next_time()
-        if due is None or due > end:
-            break
-        sim.queue.run_next()
+    while sim.queue.run_next(end):
         ticks += 1
         if len(sim.emitted) >= FLUSH_EVERY:
             flush()
