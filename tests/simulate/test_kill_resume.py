@@ -1,0 +1,98 @@
+"""A real ``kstore simulate`` process, SIGKILLed part way, resumed by the same command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kstore.simulate import generate, run_scenario
+from kstore.simulate.runner import FLUSH_EVERY
+from kstore.store.events import StreamId
+from kstore.store.log import Store
+
+KIND, MEMBERS, STEPS, SEED = "autoscaling", 20, 1_000, 5
+NAME = f"{KIND}-{MEMBERS}-{STEPS}-{SEED}"
+STREAM = StreamId("default", NAME, f"sim/{NAME}")
+
+
+def _command(db: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "kstore.cli",
+        "--store",
+        str(db),
+        "simulate",
+        "--generate",
+        KIND,
+        "--members",
+        str(MEMBERS),
+        "--steps",
+        str(STEPS),
+        "--seed",
+        str(SEED),
+    ]
+
+
+def _stored(store: Store) -> list[dict[str, Any]]:
+    return [
+        {"version": s.version, **s.event.to_dict()}
+        for s in store.events(cluster=STREAM.cluster, group=STREAM.group, timeline=STREAM.timeline)
+    ]
+
+
+def _version(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        found = [s.events for s in Store(db).streams() if s.stream == STREAM]
+    except Exception:  # the file may not be a complete store yet while it is created
+        return 0
+    return found[0] if found else 0
+
+
+def _kill_part_way(db: Path) -> int:
+    """Start the command, SIGKILL it once some events are stored; the events stored then."""
+    proc = subprocess.Popen(
+        _command(db), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ)
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while _version(db) == 0:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no events stored within 120 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    return _version(db)
+
+
+def test_killed_simulation_resumes_to_the_straight_run(tmp_path: Path) -> None:
+    scenario = generate(KIND, members=MEMBERS, steps=STEPS, seed=SEED)
+    straight = Store(tmp_path / "straight.duckdb")
+    straight.init()
+    run_scenario(scenario, store=straight, timeline=STREAM.timeline, seed=SEED)
+    expected = _stored(straight)
+    assert len(expected) > 3 * FLUSH_EVERY  # several appends, so a kill can land between
+
+    db = tmp_path / "killed.duckdb"
+    at_kill = _kill_part_way(db)
+    assert 0 < at_kill < len(expected), "the kill did not land part way"
+    assert _stored(Store(db)) == expected[:at_kill]
+
+    resumed = subprocess.run(_command(db), capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed after {at_kill} already stored" in resumed.stdout
+    got = _stored(Store(db))
+    assert got == expected
+    assert len({e["event_id"] for e in got}) == len(got)
+    assert [e["version"] for e in got] == list(range(1, len(got) + 1))
