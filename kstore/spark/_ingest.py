@@ -93,9 +93,8 @@ def _parse_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for name in ("reason", "text"):
                 events = events.append_column(name, pa.nulls(len(good), pa.string()))
             yield from events.cast(_PARSED).to_batches()
-            quarantined = _PARSED.empty_table().to_pydict()
             size = len(bad["line"])
-            quarantined |= {name: [None] * size for name in quarantined}
+            quarantined = {name: [None] * size for name in _PARSED.names}
             quarantined |= bad | {"file": [file] * size}
             yield from pa.table(quarantined, schema=_PARSED).to_batches()
 

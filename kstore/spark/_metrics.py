@@ -2,10 +2,10 @@
 
 Two steps, the split the DuckDB store makes too:
 
-1. Per stream, in one Spark task each, the store's own ``Projector`` folds the events and
-   states the facts that need the fold: ``prev(p)`` changes (``kstore_ownership``), the
-   members and their subscriptions at E, the topics at E, and the revocations
-   (MemberReplaced aliasing applied). No second fold is written for Spark.
+1. Per stream, in one Spark task each, the store's own fold (``GroupState``, advanced
+   with the partitions' last owners by ``Projector``) states what it knows at each E:
+   ``prev(p)`` of E's partitions, the previous assignment (MemberReplaced applied), the
+   members with their subscriptions and the topics. No second fold is written for Spark.
 2. Spark SQL computes every number from those facts and from E's assignment exploded
    partition by partition (a cluster can afford the partition-level joins that the
    DuckDB query avoids with pre-aggregated holdings).
@@ -17,7 +17,6 @@ The result has the columns of the ``metrics`` query (``METRIC_COLUMNS``), one ro
 
 from __future__ import annotations
 
-import itertools
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import pyarrow as pa
 
 from kstore.spark._frames import STREAM_COLUMNS, map_streams, write_partitioned
 from kstore.spark._schema import LogRow
+from kstore.store.events import AssignmentCompleted
 from kstore.store.projections import Projector, StreamHead
 
 __all__ = ["METRIC_COLUMNS", "WINDOW_COLUMNS", "compute_metrics", "summarise", "write_metrics"]
@@ -38,8 +38,9 @@ METRIC_COLUMNS += ("double_assigned", "duration_ms")
 WINDOW_COLUMNS: tuple[str, ...] = ("cluster", "group", "timeline", "window_start")
 WINDOW_COLUMNS += ("rebalances", "churn", "new", "revoked", "stickiness", "imbalance")
 
-_BY = ["cluster", "group"]
-"""The results' partition columns: the query's own names, so a reader gets them back."""
+_BY = ["cluster"]
+"""The results' partition column. Not the group too: a file per group and window of a
+few rows each would make writing (and reading) slower than computing them."""
 
 _FACTS = pa.schema(
     [
@@ -50,52 +51,56 @@ _FACTS = pa.schema(
         pa.field("topic", pa.string()),
         pa.field("partition", pa.int64()),
         pa.field("partitions", pa.int64()),
-        pa.field("previous_owner", pa.string()),
     ]
 )
-"""Facts of the fold at each E; ``kind``: change, member, topic or revoked."""
+"""What the fold knows at each E (``version``), by ``kind``:
 
-# kind -> (projector table, its column for each fact column it fills)
-_KINDS: dict[str, tuple[str, dict[str, str]]] = {
-    "change": (
-        "ownership",
-        {"member": "owner", "topic": "topic", "partition": "partition"}
-        | {"previous_owner": "previous_owner"},
-    ),
-    "member": ("kstore_members_at", {"member": "member", "topic": "topic"}),
-    "topic": ("kstore_topics_at", {"topic": "topic", "partitions": "partitions"}),
-    "revoked": (
-        "kstore_revocations",
-        {"member": "member", "topic": "topic", "partition": "partition"},
-    ),
-}
+- ``prev``: ``member`` = prev(p) of a partition E assigns (none: no row);
+- ``before``: a (member, partition) of the previous assignment, MemberReplaced applied;
+- ``member``: a member of the group at E and a topic it subscribes to (NULL: none);
+- ``topic``: a topic that exists at E with its ``partitions``.
+"""
 
 
 def _facts(events: list[LogRow]) -> pa.Table:
-    projector = Projector()
+    # The store's projector, without its tables, keeps the fold and every partition's
+    # last owner (``prev(p)``: double assignments skipped, MemberReplaced applied).
+    projector = Projector(keep=False)
     head = StreamHead()
+    rows: list[tuple[Any, ...]] = []
     for row in events:
-        projector.feed(head, row.event, row.event.at.astimezone(UTC).replace(tzinfo=None))
-    tables = projector.analytics.tables | {"ownership": projector.ownership}
-    columns: dict[str, list[Any]] = {name: [] for name in _FACTS.names}
-    for kind, (table, fill) in _KINDS.items():
-        source = tables[table]
-        keep = [
-            i
-            for i in range(len(source["version"]))
-            if kind != "change" or source["cause"][i] == "AssignmentCompleted"
-        ]
-        size = len(keep)
-        for name in STREAM_COLUMNS:
-            columns[name].extend(source[name][i] for i in keep)
-        columns["version"].extend(source["version"][i] for i in keep)
-        columns["kind"].extend(itertools.repeat(kind, size))
-        for name in _FACTS.names[len(STREAM_COLUMNS) + 2 :]:
-            if name in fill:
-                columns[name].extend(source[fill[name]][i] for i in keep)
-            else:
-                columns[name].extend(itertools.repeat(None, size))
-    return pa.table(columns, schema=_FACTS)
+        event = row.event
+        data = event.data
+        if isinstance(data, AssignmentCompleted):
+            last = head.last_owner
+            version = head.state.version + 1
+            assigned = dict.fromkeys(tp for tps in data.assignment.values() for tp in tps)
+            rows.extend(
+                (version, "prev", last[tp], tp[0], tp[1], None) for tp in assigned if tp in last
+            )
+            rows.extend(
+                (version, "before", member, topic, partition, None)
+                for member, tps in head.state.assignment.items()
+                for topic, partition in dict.fromkeys(tps)
+            )
+        projector.feed(head, event, event.at.astimezone(UTC).replace(tzinfo=None))
+        if isinstance(data, AssignmentCompleted):
+            state = head.state
+            rows.extend(
+                (state.version, "member", member_id, topic, None, None)
+                for member_id, member in state.members.items()
+                for topic in (dict.fromkeys(member.topics) or (None,))
+            )
+            rows.extend(
+                (state.version, "topic", None, topic, None, count)
+                for topic, count in state.topics.items()
+            )
+    stream = events[0].event.stream
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+    names = _FACTS.names[len(STREAM_COLUMNS) :]
+    table = {name: [value] * len(rows) for name, value in zip(STREAM_COLUMNS, stream, strict=True)}
+    table |= {name: list(values) for name, values in zip(names, columns, strict=True)}
+    return pa.table(table, schema=_FACTS)
 
 
 _METRICS_SQL = """
@@ -123,27 +128,25 @@ owners AS (
 ),
 members AS (SELECT * FROM {facts} WHERE kind = 'member'),
 topics AS (SELECT * FROM {facts} WHERE kind = 'topic'),
-changes AS (SELECT * FROM {facts} WHERE kind = 'change'),
+prevs AS (SELECT * FROM {facts} WHERE kind = 'prev'),
 subscribed AS (  -- (member, topic) pairs of the group at E
     SELECT DISTINCT cluster, group_id, timeline, version, member, topic
     FROM members WHERE topic IS NOT NULL
 ),
 singles AS (  -- partitions E gives to one member, with prev(p)
-    SELECT o.cluster, o.group_id, o.timeline, o.version, o.topic, o.member,
-           c.version IS NOT NULL AS changed,
-           CASE WHEN c.version IS NULL THEN o.member ELSE c.previous_owner END AS prev
+    SELECT o.cluster, o.group_id, o.timeline, o.version, o.topic, o.member, p.member AS prev
     FROM owners o
-    LEFT JOIN changes c
-      ON c.cluster = o.cluster AND c.group_id = o.group_id AND c.timeline = o.timeline
-     AND c.version = o.version AND c.topic = o.topic AND c.partition = o.partition
+    LEFT JOIN prevs p
+      ON p.cluster = o.cluster AND p.group_id = o.group_id AND p.timeline = o.timeline
+     AND p.version = o.version AND p.topic = o.topic AND p.partition = o.partition
     WHERE o.holders = 1
 ),
 continuity AS (
     SELECT s.cluster, s.group_id, s.timeline, s.version,
-           count_if(s.changed AND s.prev IS NOT NULL) AS moved,
+           count_if(s.prev <> s.member) AS moved,
            count_if(s.prev IS NULL) AS new,
            count_if(m.member IS NOT NULL) AS retainable,
-           count_if(m.member IS NOT NULL AND NOT s.changed) AS kept
+           count_if(m.member IS NOT NULL AND s.prev = s.member) AS kept
     FROM singles s
     LEFT JOIN subscribed m
       ON m.cluster = s.cluster AND m.group_id = s.group_id AND m.timeline = s.timeline
@@ -155,11 +158,16 @@ assigned AS (
            count_if(holders > 1) AS double_assigned
     FROM owners GROUP BY cluster, group_id, timeline, version
 ),
-revoked AS (
-    SELECT cluster, group_id, timeline, version,
-           count(DISTINCT topic, partition) AS revoked
-    FROM {facts} WHERE kind = 'revoked'
-    GROUP BY cluster, group_id, timeline, version
+revoked AS (  -- partitions of the previous assignment's members that E takes from them
+    SELECT p.cluster, p.group_id, p.timeline, p.version,
+           count(DISTINCT p.topic, p.partition) AS revoked
+    FROM {facts} p
+    LEFT ANTI JOIN held h
+      ON h.cluster = p.cluster AND h.group_id = p.group_id AND h.timeline = p.timeline
+     AND h.version = p.version AND h.member = p.member AND h.topic = p.topic
+     AND h.partition = p.partition
+    WHERE p.kind = 'before'
+    GROUP BY p.cluster, p.group_id, p.timeline, p.version
 ),
 wanted AS (  -- every partition of a topic that exists at E and has a subscriber
     SELECT t.cluster, t.group_id, t.timeline, t.version, t.topic, p AS partition
@@ -279,12 +287,12 @@ def summarise(metrics: Any, window: str = "hour") -> Any:
 
 
 def write_metrics(spark: Any, log: Any, out: Path, window: str = "hour") -> int:
-    """``out/metrics`` and ``out/windows`` as Parquet (``cluster=/group=``); the row count."""
+    """``out/metrics`` and ``out/windows`` as Parquet (``cluster=`` folders); the row count."""
     metrics = compute_metrics(spark, log).persist()
     try:
-        write_partitioned(metrics, out / "metrics", ["timeline", "version"], _BY)
+        write_partitioned(metrics, out / "metrics", ["group", "timeline", "version"], _BY)
         write_partitioned(
-            summarise(metrics, window), out / "windows", ["timeline", "window_start"], _BY
+            summarise(metrics, window), out / "windows", ["group", "timeline", "window_start"], _BY
         )
         return int(metrics.count())
     finally:

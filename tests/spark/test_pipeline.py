@@ -150,7 +150,12 @@ def test_commands_end_to_end(
 ) -> None:
     path = str(tmp_path / "kstore.duckdb")
     dumps = tmp_path / "dump.jsonl"
-    dumps.write_text("".join(e.to_json() + "\n" for e in fleet(3, 8, seed=9)))
+    # One group's name needs escaping in a folder name.
+    events = [
+        e.model_copy(update={"group": "a/b=c %d"}) if e.group == "g00001" else e
+        for e in fleet(3, 8, seed=9)
+    ]
+    dumps.write_text("".join(e.to_json() + "\n" for e in events))
     assert _cli(monkeypatch, "--store", path, "init") == 0
     assert _cli(monkeypatch, "--store", path, "append", str(dumps)) == 0
     assert _cli(monkeypatch, "--store", path, "export", "--out", str(tmp_path / "exp")) == 0
@@ -200,6 +205,7 @@ def test_commands_end_to_end(
     assert comparable(recorded) == comparable(run_query(store, "metrics", {}).records())
     timelines = {r["timeline"] for r in result.records()}
     assert timelines == {"recorded", "replay/sticky", "replay/optimal"}
+    assert {r["group"] for r in result.records()} == {"g00000", "a/b=c %d", "g00002"}
     assert _cli(monkeypatch, "--store", path, "sql", f"{sql} LIMIT 1", "--format", "json") == 0
     assert json.loads(capsys.readouterr().out)[0]["timeline"] in timelines
     windows = duckdb.sql(
