@@ -412,17 +412,15 @@ def record_merge_cmd(
     reports: Annotated[Path, typer.Option("--reports", help="The members' reports directory.")],
     group: Annotated[str | None, typer.Option("--group", help="Only this group.")] = None,
     cluster: _RecordClusterOpt = "default",
-    gap: Annotated[float, typer.Option("--gap", help="Seconds between rounds.")] = 1.0,
     settle: Annotated[
-        float, typer.Option("--settle", help="Leave out a round younger than this (s).")
+        float,
+        typer.Option("--settle", help="Leave out a generation younger than this (s)."),
     ] = 5.0,
 ) -> None:
     """Merge confluent-kafka members' rebalance reports into group events."""
     from kstore.commands.record import merge_reports_cmd
 
-    merge_reports_cmd(
-        ctx_state.store, reports=reports, group=group, cluster=cluster, gap=gap, settle=settle
-    )
+    merge_reports_cmd(ctx_state.store, reports=reports, group=group, cluster=cluster, settle=settle)
 
 
 # --- spark (kstore/spark) --------------------------------------------------------------

@@ -156,12 +156,11 @@ def merge_reports_cmd(
     reports: Path,
     group: str | None,
     cluster: str,
-    gap: float,
     settle: float,
 ) -> None:
     from kstore.record.confluent import merge_reports, read_reports
     from kstore.store.log import Store
 
-    events = merge_reports(read_reports(reports, group), cluster=cluster, gap=gap, settle=settle)
+    events = merge_reports(read_reports(reports, group), cluster=cluster, settle=settle)
     result = Store(store_path).append(events)
     print(f"{len(events)} events ({result.stored} new, {result.already} already stored)")

@@ -1,23 +1,27 @@
 """Recording confluent-kafka (librdkafka) groups: members report, the merge makes events.
 
-librdkafka does not hand the application the group's assignment or its generation; each
-member only learns its own partitions, in its rebalance callbacks. So every member
-installs a ``RecordingListener``, which appends one ``MemberReport`` per callback
-(``on_assign``, ``on_revoke``, ``on_lost``, and ``close``) to a JSON Lines file of its
-own in a shared reports directory, with what it holds afterwards, its subscription and
-its topics' partition counts.
+librdkafka does not hand the application the group's assignment; each member only
+learns its own partitions, in its rebalance callbacks. So every member installs a
+``RecordingListener``, which appends one ``MemberReport`` per callback (``on_assign``,
+``on_revoke``, ``on_lost``, and ``close``) to a JSON Lines file of its own in a shared
+reports directory. A report says only what the member knows for certain: its member id,
+the group generation it is in (read from ``consumer_group_metadata()``), a sequence
+number of its own, the partitions of the callback, what it holds afterwards, its
+subscription and its topics' partition counts.
 
-``merge_reports`` turns the reports of a group into events. Reports less than
-``gap`` seconds apart belong to one rebalance round; each round is a generation
-(inferred: ``RebalanceStarted.reason`` says so, as librdkafka gives no generation id).
-After every round, librdkafka calls every member that is still in the group (with an
-empty list when its partitions did not change), so a member that held partitions and
-did not report in a round has left; one that reported ``close`` left of its own accord.
+``merge_reports`` groups the reports by generation, never by time, so delays and any
+order of arrival across members merge into the same events. A member is in a
+generation when it reported in it, or reported both before and after it (a cooperative
+member whose partitions did not change may get no callback). What it held in the
+generation is what its last report of that generation says, where a revocation that
+ends the generation (every eager revocation, any ``lost``) counts what was held before
+it. A member missing from a generation has left: of its own accord when it reported
+``close``, otherwise it crashed or was expelled.
 
-The merge is pure and deterministic: event ids derive from the round's number and the
-event's content, so merging again (after more reports, or from every member at once)
-stores each fact once. Merge only settled rounds (``settle``): a round still under way
-would be cut short.
+Generations are the group's own numbers (librdkafka's), so the merge is deterministic:
+event ids derive from the generation and the event's content, and merging again (after
+more reports, or from every member at once) stores each fact once. Merge only settled
+generations (``settle``): one still under way would be recorded cut short.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
@@ -34,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from kstore._errors import UsageError
+from kstore._errors import KstoreError, UsageError
 from kstore.store.events import (
     AssignmentCompleted,
     Event,
@@ -46,13 +51,22 @@ from kstore.store.events import (
     TopicChanged,
 )
 
-__all__ = ["MemberReport", "RecordingListener", "merge_reports", "read_reports"]
+__all__ = [
+    "MemberReport",
+    "RecordingListener",
+    "group_generation",
+    "merge_reports",
+    "read_reports",
+]
 
 log = logging.getLogger("kstore.record")
 _NAMESPACE = uuid.UUID("a3f4b0f2-6c1e-4d0b-b5f1-2e7c9d3a4b58")
 _COOPERATIVE = frozenset({"cooperative-sticky"})
+_METADATA_MAGIC = b"CGMDv2:"
 ReportKind = Literal["assign", "revoke", "lost", "close"]
-INFERRED_REASON = "inferred from member reports"
+REPORTED_REASON = "from member reports"
+
+TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -61,12 +75,16 @@ class MemberReport:
 
     group: str
     member_id: str
+    generation: int
+    """The group generation the member was in at the callback."""
+    seq: int
+    """The member's own count of its reports (in the order they happened)."""
     kind: ReportKind
     at: float
     """Seconds since the Unix epoch."""
-    partitions: list[tuple[str, int]]
+    partitions: list[TopicPartition]
     """The partitions of the callback (added, revoked or lost)."""
-    holds: list[tuple[str, int]]
+    holds: list[TopicPartition]
     """Everything the member holds after the callback."""
     topics: list[str]
     strategy: str
@@ -82,6 +100,33 @@ class MemberReport:
         except (ValueError, TypeError, KeyError) as exc:
             raise UsageError(f"{where}: not a member report: {exc}") from None
 
+    @property
+    def cooperative(self) -> bool:
+        return self.strategy in _COOPERATIVE
+
+    def held_in_generation(self, closing: bool) -> list[TopicPartition]:
+        """What the member held in its generation, when this is its last report of it.
+
+        ``closing``: the member closed in this generation (a cooperative member revokes
+        everything then, which ends the generation as an eager revocation does).
+        """
+        cooperative_step = self.cooperative and not closing
+        ends = self.kind == "lost" or (self.kind == "revoke" and not cooperative_step)
+        return sorted(set(self.holds) | set(self.partitions)) if ends else sorted(self.holds)
+
+
+def group_generation(consumer: Any) -> int:
+    """The generation a confluent-kafka consumer is in (-1: none yet).
+
+    librdkafka gives it only inside its serialised group metadata: the magic
+    ``CGMDv2:``, then the generation id as a native-endian 32-bit integer.
+    """
+    data = consumer.consumer_group_metadata()
+    if not isinstance(data, bytes) or not data.startswith(_METADATA_MAGIC):
+        raise KstoreError("this confluent-kafka does not expose the group generation")
+    start = len(_METADATA_MAGIC)
+    return int.from_bytes(data[start : start + 4], sys.byteorder, signed=True)
+
 
 class RecordingListener:
     """Rebalance callbacks for one confluent-kafka consumer that report to ``reports``.
@@ -94,7 +139,9 @@ class RecordingListener:
         self.group = group
         self.strategy = strategy
         self.topics: list[str] = []
-        self.holds: set[tuple[str, int]] = set()
+        self.holds: set[TopicPartition] = set()
+        self.generation = -1
+        self._seq = 0
         self._cooperative = strategy in _COOPERATIVE
         directory = Path(reports)
         directory.mkdir(parents=True, exist_ok=True)
@@ -108,24 +155,27 @@ class RecordingListener:
         )
 
     def close(self, consumer: Any) -> None:
-        member_id = consumer.memberid()
+        member_id, generation = consumer.memberid(), group_generation(consumer)
         consumer.close()
-        self._report(None, member_id, "close", [])
+        self._report(None, member_id, generation, "close", [])
 
     def on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds = (self.holds | set(pairs)) if self._cooperative else set(pairs)
-        self._report(consumer, consumer.memberid(), "assign", pairs)
+        self._callback(consumer, "assign", pairs)
 
     def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds -= set(pairs)
-        self._report(consumer, consumer.memberid(), "revoke", pairs)
+        self._callback(consumer, "revoke", pairs)
 
     def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds -= set(pairs)
-        self._report(consumer, consumer.memberid(), "lost", pairs)
+        self._callback(consumer, "lost", pairs)
+
+    def _callback(self, consumer: Any, kind: ReportKind, pairs: list[TopicPartition]) -> None:
+        self._report(consumer, consumer.memberid(), group_generation(consumer), kind, pairs)
 
     def _counts(self, consumer: Any) -> dict[str, int]:
         counts = {}
@@ -140,27 +190,37 @@ class RecordingListener:
         return counts
 
     def _report(
-        self, consumer: Any, member_id: str | None, kind: ReportKind, pairs: list[Any]
+        self,
+        consumer: Any,
+        member_id: str | None,
+        generation: int,
+        kind: ReportKind,
+        pairs: list[TopicPartition],
     ) -> None:
-        if not member_id:
+        if not member_id or generation < 0:
             return
-        report = MemberReport(
-            group=self.group,
-            member_id=member_id,
-            kind=kind,
-            at=datetime.now(UTC).timestamp(),
-            partitions=sorted(pairs),
-            holds=sorted(self.holds),
-            topics=self.topics,
-            strategy=self.strategy,
-            partition_counts=self._counts(consumer) if consumer is not None else {},
-        )
-        with self._lock, open(self.path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(asdict(report)) + "\n")
+        with self._lock:
+            self._seq += 1
+            self.generation = generation
+            report = MemberReport(
+                group=self.group,
+                member_id=member_id,
+                generation=generation,
+                seq=self._seq,
+                kind=kind,
+                at=datetime.now(UTC).timestamp(),
+                partitions=sorted(pairs),
+                holds=sorted(self.holds),
+                topics=self.topics,
+                strategy=self.strategy,
+                partition_counts=self._counts(consumer) if consumer is not None else {},
+            )
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(asdict(report)) + "\n")
 
 
 def read_reports(directory: Path | str, group: str | None = None) -> list[MemberReport]:
-    """Every report in ``directory`` (of ``group``, when given), in time order."""
+    """Every report in ``directory`` (of ``group``, when given), by generation."""
     reports = []
     for path in sorted(Path(directory).glob("*.jsonl")):
         with open(path, encoding="utf-8") as lines:
@@ -169,86 +229,73 @@ def read_reports(directory: Path | str, group: str | None = None) -> list[Member
                     report = MemberReport.from_json(line, f"{path}:{number}")
                     if group is None or report.group == group:
                         reports.append(report)
-    reports.sort(key=lambda r: (r.at, r.member_id))
+    reports.sort(key=_order)
     return reports
 
 
-def _rounds(reports: Sequence[MemberReport], gap: float) -> list[list[MemberReport]]:
-    """Reports split at pauses longer than ``gap``; a round ends only after an assignment
-    (eager revocations come a join's wait before the assignment they lead to), and a
-    member revoking after an assignment in the round starts the next one.
-    """
-    rounds: list[list[MemberReport]] = []
-    for report in reports:
-        again = (
-            bool(rounds)
-            and report.kind in ("revoke", "lost")
-            and any(r.member_id == report.member_id and r.kind == "assign" for r in rounds[-1])
-        )
-        if (
-            rounds
-            and not again
-            and (
-                report.at - rounds[-1][-1].at <= gap
-                or all(r.kind in ("revoke", "lost") for r in rounds[-1])
-            )
-        ):
-            rounds[-1].append(report)
-        else:
-            rounds.append([report])
-    return rounds
+def _order(report: MemberReport) -> tuple[int, str, int]:
+    return report.generation, report.member_id, report.seq
 
 
 def merge_reports(
     reports: Iterable[MemberReport],
     *,
     cluster: str = "default",
-    gap: float = 1.0,
     settle: float | None = None,
     now: float | None = None,
 ) -> list[Event]:
     """The events of the groups' reports (one ``recorded`` stream per group).
 
-    ``settle``: leave out the last round when its last report is younger than this
-    many seconds (at ``now``), as it may still be under way.
+    ``settle``: leave out the newest generation when a report of it is younger than
+    this many seconds (at ``now``), as it may still be under way.
     """
     by_group: dict[str, list[MemberReport]] = {}
-    for report in sorted(reports, key=lambda r: (r.at, r.member_id)):
+    for report in sorted(reports, key=_order):
         by_group.setdefault(report.group, []).append(report)
     events = []
     for group, group_reports in sorted(by_group.items()):
-        rounds = _rounds(group_reports, gap)
-        if settle is not None and rounds:
+        if settle is not None:
+            newest = max(r.generation for r in group_reports)
             current = datetime.now(UTC).timestamp() if now is None else now
-            if current - rounds[-1][-1].at < settle:
-                rounds.pop()
-        events.extend(_group_events(cluster, group, rounds))
+            if any(r.generation == newest and current - r.at < settle for r in group_reports):
+                group_reports = [r for r in group_reports if r.generation < newest]
+        events.extend(_group_events(cluster, group, group_reports))
     return events
 
 
-def _group_events(cluster: str, group: str, rounds: list[list[MemberReport]]) -> list[Event]:
+def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list[Event]:
+    """Events of one group's reports, sorted by (generation, member, seq)."""
+    span: dict[str, tuple[int, int]] = {}
+    closed: dict[str, int] = {}
+    for report in reports:
+        low, high = span.get(report.member_id, (report.generation, report.generation))
+        span[report.member_id] = (min(low, report.generation), max(high, report.generation))
+        if report.kind == "close":
+            closed[report.member_id] = report.generation
+    by_generation: dict[int, list[MemberReport]] = {}
+    for report in reports:
+        if report.kind != "close":
+            by_generation.setdefault(report.generation, []).append(report)
+
     events: list[Event] = []
     members: dict[str, list[str]] = {}
-    holds: dict[str, list[tuple[str, int]]] = {}
+    holds: dict[str, list[TopicPartition]] = {}
     counts: dict[str, int] = {}
-    for number, reports in enumerate(rounds, start=1):
+    for generation, round_reports in sorted(by_generation.items()):
         out: list[EventData] = []
-        last = {report.member_id: report for report in reports}
-        for report in reports:
+        last = {report.member_id: report for report in round_reports}
+        for report in round_reports:
             for topic, count in sorted(report.partition_counts.items()):
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        for member_id in list(members):
-            seen = last.get(member_id)
-            if seen is None or seen.kind == "close":
-                reason = "leave" if seen is not None else "other"
-                out.append(MemberLeft(member_id=member_id, reason=reason))
-                del members[member_id]
-                holds.pop(member_id, None)
-        for member_id, report in last.items():
-            if report.kind == "close":
-                continue
+        present = set(last) | {m for m in members if span[m][0] < generation < span[m][1]}
+        for member_id in sorted(set(members) - present):
+            reason = "leave" if member_id in closed else "other"
+            out.append(MemberLeft(member_id=member_id, reason=reason))
+            del members[member_id]
+            holds.pop(member_id, None)
+        for member_id, report in sorted(last.items()):
             if member_id not in members:
                 out.append(
                     MemberJoined(
@@ -258,32 +305,42 @@ def _group_events(cluster: str, group: str, rounds: list[list[MemberReport]]) ->
             elif members[member_id] != report.topics:
                 out.append(SubscriptionChanged(member_id=member_id, topics=report.topics))
             members[member_id] = report.topics
-            holds[member_id] = sorted(report.holds)
-        if members:
-            strategy = reports[-1].strategy
-            out.append(
-                RebalanceStarted(generation=number, reason=f"{INFERRED_REASON}: round {number}")
+            holds[member_id] = report.held_in_generation(closed.get(member_id) == generation)
+        strategy = round_reports[-1].strategy
+        out.append(RebalanceStarted(generation=generation, reason=REPORTED_REASON))
+        out.append(
+            AssignmentCompleted(
+                generation=generation,
+                strategy=strategy,
+                assignment={m: holds.get(m, []) for m in sorted(members)},
+                protocol="cooperative" if strategy in _COOPERATIVE else "eager",
             )
-            out.append(
-                AssignmentCompleted(
-                    generation=number,
-                    strategy=strategy,
-                    assignment={m: holds.get(m, []) for m in members},
-                    protocol="cooperative" if strategy in _COOPERATIVE else "eager",
-                )
+        )
+        at = max(report.at for report in round_reports)
+        events.extend(_events(cluster, group, f"{generation}", at, out))
+    # Members that closed after the last generation the reports show.
+    gone = [MemberLeft(member_id=m, reason="leave") for m in sorted(members) if m in closed]
+    if gone:
+        at = max(r.at for r in reports if r.kind == "close" and r.member_id in members)
+        events.extend(_events(cluster, group, "end", at, list(gone)))
+    return events
+
+
+def _events(
+    cluster: str, group: str, name: str, at: float, datas: Sequence[EventData]
+) -> list[Event]:
+    events = []
+    for index, data in enumerate(datas):
+        body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
+        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+        key = f"{cluster}/{group}/{name}/{index}/{digest}"
+        events.append(
+            Event(
+                event_id=f"report-{uuid.uuid5(_NAMESPACE, key)}",
+                cluster=cluster,
+                group=group,
+                at=datetime.fromtimestamp(at, UTC),
+                data=data,
             )
-        at = datetime.fromtimestamp(reports[-1].at, UTC)
-        for index, data in enumerate(out):
-            body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
-            digest = hashlib.sha256(body.encode()).hexdigest()[:16]
-            name = f"{cluster}/{group}/{number}/{index}/{digest}"
-            events.append(
-                Event(
-                    event_id=f"report-{uuid.uuid5(_NAMESPACE, name)}",
-                    cluster=cluster,
-                    group=group,
-                    at=at,
-                    data=data,
-                )
-            )
+        )
     return events

@@ -5,10 +5,10 @@
 
 It joins GROUP subscribed to TOPICS (comma-separated) and, whenever its assignment is
 settled for a generation, writes what it holds as one JSON line to OUT:
-{"member": id, "generation": g, "partitions": [[t, p], ...]} (g: null when the client
-does not say). SIGUSR1 switches its subscription to NEXT; SIGTERM makes it leave the
-group cleanly (close); SIGKILL is a crash. Metadata is refreshed every second, so a topic
-gaining partitions is noticed quickly.
+{"member": id, "generation": g, "partitions": [[t, p], ...]}. SIGUSR1 switches its
+subscription to NEXT; SIGTERM makes it leave the group cleanly (close); SIGKILL is a
+crash. Metadata is refreshed every second, so a topic gaining partitions is noticed
+quickly.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def confluent(
 
     def assigned(c: Any, partitions: list[Any]) -> None:
         on_assign(c, partitions)
-        write(c.memberid(), None, sorted(listener.holds))
+        write(c.memberid(), listener.generation, sorted(listener.holds))
 
     listener.on_assign = assigned  # type: ignore[method-assign,assignment]
     listener.subscribe(consumer, topics)

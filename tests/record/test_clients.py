@@ -1,4 +1,4 @@
-"""The client-side recorders without a broker: kafka-python's assignor, the reports' merge."""
+"""kafka-python's recording assignor without a broker (the merge: test_merge.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from kstore.assignors import assign
-from kstore.record.confluent import MemberReport, merge_reports
 from kstore.record.kafka_python import recording_assignor
 from kstore.store import fold
 from kstore.store.log import Store
@@ -102,57 +101,3 @@ def test_the_leader_records_its_generation_once(store: Store) -> None:
     # The replay of the recorded state with the same strategy gives the same assignment.
     replay = assign(fold(events[:-1]).to_request("range")).assignment
     assert {m: sorted(tps) for m, tps in replay.items()} == owners(answer)
-
-
-def report(member: str, kind: str, at: float, holds: list[tuple[str, int]]) -> MemberReport:
-    return MemberReport(
-        group="g",
-        member_id=member,
-        kind=kind,  # type: ignore[arg-type]
-        at=at,
-        partitions=holds,
-        holds=holds,
-        topics=["t"],
-        strategy="range",
-        partition_counts={"t": 4},
-    )
-
-
-EAGER = [
-    report("a", "assign", 10.0, [("t", 0), ("t", 1), ("t", 2), ("t", 3)]),
-    # b joins: a revokes, then (a join's wait later) both are assigned.
-    report("a", "revoke", 20.0, []),
-    report("a", "assign", 23.0, [("t", 0), ("t", 1)]),
-    report("b", "assign", 23.1, [("t", 2), ("t", 3)]),
-    # b crashes: a alone is called again.
-    report("a", "revoke", 40.0, []),
-    report("a", "assign", 43.0, [("t", 0), ("t", 1), ("t", 2), ("t", 3)]),
-    report("a", "close", 60.0, []),
-]
-
-
-def test_merged_reports_give_the_group_history() -> None:
-    events = merge_reports(EAGER, cluster="prod")
-    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
-    assert [c["generation"] for c in completed] == [1, 2, 3]
-    assert completed[1]["assignment"] == {"a": [["t", 0], ["t", 1]], "b": [["t", 2], ["t", 3]]}
-    assert completed[2]["assignment"] == {"a": [["t", p] for p in range(4)]}
-    left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
-    assert left == [{"member_id": "b", "reason": "other"}, {"member_id": "a", "reason": "leave"}]
-    assert fold(events).members == {}
-
-
-def test_merging_is_idempotent_and_growing_reports_keep_the_ids(store: Store) -> None:
-    early = merge_reports(EAGER[:4], cluster="prod")
-    full = merge_reports(EAGER, cluster="prod")
-    assert [e.event_id for e in early] == [e.event_id for e in full[: len(early)]]
-    store.append(early)
-    assert store.append(full).stored == len(full) - len(early)
-    assert store.append(merge_reports(list(reversed(EAGER)), cluster="prod")).stored == 0
-
-
-def test_an_unsettled_round_waits() -> None:
-    events = merge_reports(EAGER[:4], settle=5.0, now=25.0)
-    assert [e.data.to_dict()["generation"] for e in events if e.type == "AssignmentCompleted"] == [
-        1
-    ]

@@ -1,0 +1,214 @@
+"""The merge of confluent-kafka members' reports: by generation, whatever the arrival order."""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kstore.record.confluent import MemberReport, group_generation, merge_reports
+from kstore.store import Event, fold
+from kstore.store.log import Store
+
+TP = tuple[str, int]
+
+
+@dataclass
+class Reporter:
+    """Writes the reports librdkafka's callbacks would give each member."""
+
+    strategy: str
+    count: int
+    reports: list[MemberReport] = field(default_factory=list)
+    seq: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def emit(
+        self, member: str, generation: int, kind: str, partitions: set[TP], holds: set[TP]
+    ) -> None:
+        self.seq[member] += 1
+        self.reports.append(
+            MemberReport(
+                group="g",
+                member_id=member,
+                generation=generation,
+                seq=self.seq[member],
+                kind=kind,  # type: ignore[arg-type]
+                at=float(generation * 10 + self.seq[member]),
+                partitions=sorted(partitions),
+                holds=sorted(holds),
+                topics=["t"],
+                strategy=self.strategy,
+                partition_counts={"t": self.count},
+            )
+        )
+
+
+@dataclass
+class History:
+    """A group's true history and its members' reports."""
+
+    strategy: str
+    assignments: list[tuple[int, dict[str, list[TP]]]]
+    left: list[tuple[str, str]]
+    reports: list[MemberReport]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> History:
+    cooperative = draw(st.booleans())
+    strategy = "cooperative-sticky" if cooperative else "range"
+    count = draw(st.integers(1, 5))
+    partitions = [("t", p) for p in range(count)]
+    reporter = Reporter(strategy, count)
+    first = draw(st.integers(0, 3))
+    held: dict[str, set[TP]] = {}
+    assignments: list[tuple[int, dict[str, list[TP]]]] = []
+    left: list[tuple[str, str]] = []
+    names = iter(f"m{i}" for i in range(100))
+    silent_ok: list[int] = []  # report indexes a cooperative member may not get
+    for generation in range(first, first + draw(st.integers(1, 5))):
+        leaving = [m for m in sorted(held) if draw(st.booleans())] if generation > first else []
+        joining = [next(names) for _ in range(draw(st.integers(0 if held else 1, 2)))]
+        if len(leaving) == len(held) and not joining:
+            leaving = leaving[1:]
+        for member in leaving:
+            reason = draw(st.sampled_from(["leave", "other"]))
+            if reason == "leave":  # close: everything revoked, then the close
+                reporter.emit(member, generation - 1, "revoke", held[member], set())
+                reporter.emit(member, generation - 1, "close", set(), set())
+            left.append((member, reason))
+            del held[member]
+        if not cooperative:  # eager: everyone revokes everything before joining again
+            for member in sorted(held):
+                reporter.emit(member, generation - 1, "revoke", held[member], set())
+        members = sorted(held) + joining
+        new: dict[str, set[TP]] = {m: set() for m in members}
+        for tp in partitions:
+            new[draw(st.sampled_from(members))].add(tp)
+        for member in members:
+            before = held.get(member, set())
+            if cooperative and before - new[member]:
+                reporter.emit(
+                    member, generation, "revoke", before - new[member], before & new[member]
+                )
+            if cooperative and member in held and before == new[member]:
+                silent_ok.append(len(reporter.reports))
+            added = new[member] - before if cooperative else new[member]
+            reporter.emit(member, generation, "assign", added, new[member])
+        held = new
+        assignments.append((generation, {m: sorted(tps) for m, tps in sorted(new.items())}))
+    last = assignments[-1][0]
+    for member in sorted(held):
+        if draw(st.booleans()):
+            reporter.emit(member, last, "revoke", held[member], set())
+            reporter.emit(member, last, "close", set(), set())
+            left.append((member, "leave"))
+    # A cooperative member whose partitions did not change may not be called, as long as
+    # it reports again later (else nothing could tell it from a crashed one).
+    reports = reporter.reports
+    dropped = set()
+    for index in silent_ok:
+        report = reports[index]
+        later = any(
+            r.member_id == report.member_id and r.generation > report.generation for r in reports
+        )
+        if later and draw(st.booleans()):
+            dropped.add(index)
+    reports = [r for i, r in enumerate(reports) if i not in dropped]
+    return History(strategy, assignments, left, reports)
+
+
+def summary(events: list[Event]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(e.event_id, e.type, e.data.to_dict()) for e in events]
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories(), st.randoms(use_true_random=False))
+def test_any_arrival_order_and_delays_merge_into_the_true_history(
+    history: History, rng: random.Random
+) -> None:
+    events = merge_reports(history.reports, cluster="prod")
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    assert [(c["generation"], c["assignment"]) for c in completed] == [
+        (g, {m: [list(tp) for tp in tps] for m, tps in a.items()}) for g, a in history.assignments
+    ]
+    left = [
+        (e.data.to_dict()["member_id"], e.data.to_dict()["reason"])
+        for e in events
+        if e.type == "MemberLeft"
+    ]
+    assert sorted(left) == sorted(history.left)
+    assert {c["protocol"] for c in completed} == {
+        "cooperative" if history.strategy == "cooperative-sticky" else "eager"
+    }
+    state = fold(events)
+    assert set(state.members) == set(history.assignments[-1][1]) - {m for m, _ in history.left}
+    # Delays (a member's reports seconds late, past other generations) and any order
+    # across members and files: the same events.
+    late = [replace(r, at=r.at + rng.uniform(0, 60)) for r in history.reports]
+    rng.shuffle(late)
+    assert summary(merge_reports(late, cluster="prod")) == summary(events)
+
+
+def test_merging_is_idempotent_and_growing_reports_keep_the_ids(store: Store) -> None:
+    reporter = Reporter("range", 4)
+    everything = {("t", p) for p in range(4)}
+    reporter.emit("a", 0, "assign", everything, everything)
+    reporter.emit("a", 0, "revoke", everything, set())
+    reporter.emit("a", 1, "assign", {("t", 0), ("t", 1)}, {("t", 0), ("t", 1)})
+    reporter.emit("b", 1, "assign", {("t", 2), ("t", 3)}, {("t", 2), ("t", 3)})
+    early = list(reporter.reports)
+    # b crashes; a alone in generation 2, then closes.
+    reporter.emit("a", 1, "revoke", {("t", 0), ("t", 1)}, set())
+    reporter.emit("a", 2, "assign", everything, everything)
+    reporter.emit("a", 2, "revoke", everything, set())
+    reporter.emit("a", 2, "close", set(), set())
+    full = merge_reports(reporter.reports, cluster="prod")
+    first = merge_reports(early, cluster="prod")
+    assert summary(first) == summary(full[: len(first)])
+    store.append(first)
+    assert store.append(full).stored == len(full) - len(first)
+    assert store.append(merge_reports(list(reversed(reporter.reports)), cluster="prod")).stored == 0
+    completed = [e.data.to_dict() for e in full if e.type == "AssignmentCompleted"]
+    assert [c["generation"] for c in completed] == [0, 1, 2]
+    assert completed[2]["assignment"] == {"a": [["t", p] for p in range(4)]}
+    left = [e.data.to_dict() for e in full if e.type == "MemberLeft"]
+    assert left == [{"member_id": "b", "reason": "other"}, {"member_id": "a", "reason": "leave"}]
+
+
+def test_an_unsettled_generation_waits() -> None:
+    reporter = Reporter("range", 2)
+    both = {("t", 0), ("t", 1)}
+    reporter.emit("a", 0, "assign", both, both)
+    reporter.emit("a", 0, "revoke", both, set())
+    reporter.emit("a", 1, "assign", {("t", 0)}, {("t", 0)})
+    newest = max(r.at for r in reporter.reports)
+    young = merge_reports(reporter.reports, settle=5.0, now=newest + 1)
+    assert [e.data.to_dict()["generation"] for e in young if e.type == "AssignmentCompleted"] == [0]
+    old = merge_reports(reporter.reports, settle=5.0, now=newest + 6)
+    assert [e.data.to_dict()["generation"] for e in old if e.type == "AssignmentCompleted"] == [
+        0,
+        1,
+    ]
+
+
+class _Consumer:
+    def __init__(self, metadata: object) -> None:
+        self.metadata = metadata
+
+    def consumer_group_metadata(self) -> object:
+        return self.metadata
+
+
+def test_the_generation_comes_from_librdkafkas_group_metadata() -> None:
+    # As confluent-kafka 2.x returns it (seen live: generation 1 of group pg).
+    raw = b"CGMDv2:" + (1).to_bytes(4, sys.byteorder) + b"pg\x00rdkafka-a0323623\x00\x01"
+    assert group_generation(_Consumer(raw)) == 1
+    assert (
+        group_generation(_Consumer(b"CGMDv2:" + (-1).to_bytes(4, sys.byteorder, signed=True))) == -1
+    )
