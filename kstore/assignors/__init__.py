@@ -75,4 +75,5 @@ def get_assignor(name: str) -> Assignor:
 
 def assign(request: AssignmentRequest) -> AssignmentResult:
     """Answer one request with the strategy it names."""
-    return get_assignor(request.strategy).assign(normalise(request))
+    assignor = get_assignor(request.strategy)
+    return assignor.assign(normalise(request, owned=assignor.reads_owned))

@@ -15,8 +15,11 @@ class Assignor(Protocol):
     ``name`` is the strategy's Kafka name (``range``, ``cooperative-sticky`` ...).
     ``assign`` receives a request already passed through ``normalise`` and must return
     every member of the request, each list sorted by topic then partition.
+    ``reads_owned`` says whether the result depends on owned partitions at all; when it
+    does not, ``normalise`` leaves them as they are.
     """
 
     name: str
+    reads_owned: bool
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult: ...

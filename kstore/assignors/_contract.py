@@ -126,38 +126,41 @@ def parse_requests(lines: Iterable[str]) -> Iterator[AssignmentRequest]:
             raise ContractError(f"line {number}: {exc}") from None
 
 
-def normalise(request: AssignmentRequest) -> AssignmentRequest:
+def normalise(request: AssignmentRequest, *, owned: bool = True) -> AssignmentRequest:
     """Apply the contract's own rules before any assignor sees the request.
 
     Owned partitions that do not exist are dropped (as Kafka drops them), duplicate
     owned partitions and duplicate subscribed topics within one member are removed,
-    order otherwise kept.
+    order otherwise kept. A request that needs none of this is returned as it is.
+    ``owned=False`` leaves owned partitions alone, for assignors that never read them.
     """
     topics = request.topics
-    changed = False
-    members: dict[str, MemberSubscription] = {}
+    fixed: dict[str, MemberSubscription] = {}
     for member_id, sub in request.members.items():
-        owned = sub.owned
-        if owned:
-            seen: set[TopicPartition] = set()
-            kept: list[TopicPartition] = []
-            for tp in owned:
-                count = topics.get(tp[0])
-                if count is not None and tp[1] < count and tp not in seen:
-                    seen.add(tp)
-                    kept.append(tp)
-            if len(kept) != len(owned):
-                owned = kept
+        kept = _existing_once(sub.owned, topics) if owned and sub.owned else sub.owned
         sub_topics = sub.topics
         if len(set(sub_topics)) != len(sub_topics):
             sub_topics = list(dict.fromkeys(sub_topics))
-        if owned is not sub.owned or sub_topics is not sub.topics:
-            changed = True
-            sub = sub.model_copy(update={"owned": owned, "topics": sub_topics})
-        members[member_id] = sub
-    if not changed:
+        if kept is not sub.owned or sub_topics is not sub.topics:
+            fixed[member_id] = sub.model_copy(update={"owned": kept, "topics": sub_topics})
+    if not fixed:
         return request
+    members = {member_id: fixed.get(member_id, sub) for member_id, sub in request.members.items()}
     return request.model_copy(update={"members": members})
+
+
+def _existing_once(owned: list[TopicPartition], topics: dict[str, int]) -> list[TopicPartition]:
+    """``owned`` without partitions that do not exist and without repeats; the list itself
+    when it has neither, as it usually has (checked first, in two quick passes)."""
+    if all(0 <= p < topics.get(t, 0) for t, p in owned) and len(set(owned)) == len(owned):
+        return owned
+    seen: set[TopicPartition] = set()
+    kept: list[TopicPartition] = []
+    for tp in owned:
+        if 0 <= tp[1] < topics.get(tp[0], 0) and tp not in seen:
+            seen.add(tp)
+            kept.append(tp)
+    return kept
 
 
 def sorted_assignment(

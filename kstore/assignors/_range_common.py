@@ -10,12 +10,13 @@ that hash order.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable
-from itertools import chain, cycle, islice, repeat
+from bisect import bisect_left
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, cycle, islice, product, repeat
 from operator import call
 
-from kstore._java import hash_order, java_string_key
+from kstore._java import hash_order, java_sorted, java_string_key
 from kstore.assignors._contract import (
     Assignment,
     AssignmentRequest,
@@ -57,14 +58,20 @@ def topic_subscribers(request: AssignmentRequest, order: list[str]) -> dict[str,
     by_subscription: dict[tuple[str, ...], list[int]] = {}
     for position, member in enumerate(order):
         by_subscription.setdefault(tuple(members[member].topics), []).append(position)
-    groups: dict[str, list[list[int]]] = {}
-    for subscription, positions in by_subscription.items():
-        for topic in subscription:
-            if topic in topics:
-                groups.setdefault(topic, []).append(positions)
+    groups = list(by_subscription.values())
+    naming: defaultdict[str, list[int]] = defaultdict(list)  # topic -> indices into groups
+    for index, subscription in enumerate(by_subscription):
+        for found in map(naming.__getitem__, subscription):
+            found.append(index)
+    if len(groups) == len(order):
+        # Every member subscribes differently: group i is the member at position i.
+        return {topic: found for topic, found in naming.items() if topic in topics}
     return {
-        topic: found[0] if len(found) == 1 else sorted(chain.from_iterable(found))
-        for topic, found in groups.items()
+        topic: groups[found[0]]
+        if len(found) == 1
+        else sorted(chain.from_iterable(map(groups.__getitem__, found)))
+        for topic, found in naming.items()
+        if topic in topics
     }
 
 
@@ -74,18 +81,39 @@ _Append = Callable[[TopicPartition], None]
 class Dealer:
     """Builds the result: each topic's partitions appended, in order, to their owners.
 
-    Topics must be dealt in Java name order: every member's list then comes out sorted
-    by topic, then partition. An assignor says who owns each partition of a topic as an
+    Topics are dealt in Java name order: every member's list then comes out sorted by
+    topic, then partition. An assignor says who owns each partition of a topic as an
     iterator of owners; tuples are made and appended in one pass that runs in C
     (``map`` with ``operator.call``), which is what counts at a million partitions.
     """
 
     def __init__(self, request: AssignmentRequest, order: list[str]) -> None:
         self.assignment: Assignment = {member: [] for member in request.members}
-        self._append: list[_Append] = [self.assignment[member].append for member in order]
+        self._lists = [self.assignment[member] for member in order]
+        self._append: list[_Append] = [found.append for found in self._lists]
         # Topics with the same subscriber list (shared, see topic_subscribers) and
         # partition count have the same owners.
         self._range_owners: dict[tuple[int, int], list[_Append]] = {}
+
+    def all_ranges(
+        self,
+        counts: dict[str, int],
+        subscribers: dict[str, list[int]],
+        owners: dict[str, list[int]],
+    ) -> None:
+        """Every topic of ``subscribers`` in ranges, except that partition ``p`` of a topic
+        in ``owners`` goes to ``subscribers[topic][owners[topic][p]]``."""
+        topics = java_sorted(subscribers)
+        shapes = {(id(subscribers[topic]), counts[topic]) for topic in topics}
+        if len(shapes) == 1 and not owners:
+            self._same_ranges(topics, counts[topics[0]], subscribers[topics[0]])
+            return
+        for topic in topics:
+            owner = owners.get(topic)
+            if owner is None:
+                self.ranges(topic, counts[topic], subscribers[topic])
+            else:
+                self.owned(topic, subscribers[topic], owner)
 
     def ranges(self, topic: str, count: int, subscribers: list[int]) -> None:
         """Contiguous ranges in subscriber order, the first ``count % n`` one longer."""
@@ -93,10 +121,37 @@ class Dealer:
         owners = self._range_owners.get(key)
         if owners is None:
             base, extra = divmod(count, len(subscribers))
-            lengths = chain(repeat(base + 1, extra), repeat(base, len(subscribers) - extra))
-            runs = map(repeat, map(self._append.__getitem__, subscribers), lengths)
-            owners = self._range_owners[key] = list(chain.from_iterable(runs))
+            appends = map(self._append.__getitem__, subscribers)
+            if base:
+                lengths = chain(repeat(base + 1, extra), repeat(base, len(subscribers) - extra))
+                owners = list(chain.from_iterable(map(repeat, appends, lengths)))
+            else:
+                owners = list(islice(appends, count))  # one each for the first ``count``
+            self._range_owners[key] = owners
         self._deal(topic, count, owners)
+
+    def round_robin(self, counts: dict[str, int], subscribers: dict[str, list[int]]) -> None:
+        """Every topic's partitions in turn to the next subscriber at or after a cursor
+        that carries over from topic to topic (see ``roundrobin``)."""
+        topics = java_sorted(subscribers)
+        if len({id(circle) for circle in subscribers.values()}) == 1:
+            # One circle: the cursor just walks it, so the i-th partition of all, in
+            # order, goes to circle[i % n], and each member's share is one slice.
+            circle = subscribers[topics[0]]
+            sizes = map(counts.__getitem__, topics)
+            every = list(chain.from_iterable(map(_partitions, topics, sizes)))
+            for k, position in enumerate(circle):
+                self._lists[position].extend(every[k :: len(circle)])
+            return
+        cursor = 0
+        for topic in topics:
+            count = counts[topic]
+            circle = subscribers[topic]
+            first = bisect_left(circle, cursor)
+            if first == len(circle):
+                first = 0
+            self.strides(topic, count, circle, first)
+            cursor = circle[(first + count - 1) % len(circle)] + 1
 
     def strides(self, topic: str, count: int, circle: list[int], first: int) -> None:
         """Partition ``k`` to ``circle[(first + k) % len(circle)]``."""
@@ -111,7 +166,20 @@ class Dealer:
     def result(self) -> AssignmentResult:
         return AssignmentResult.model_construct(assignment=self.assignment, warnings=[])
 
+    def _same_ranges(self, topics: list[str], count: int, subscribers: list[int]) -> None:
+        # Every topic has these subscribers and ``count`` partitions, so each subscriber
+        # gets the same range of every topic: its whole list is one product, made in C.
+        base, extra = divmod(count, len(subscribers))
+        start = 0
+        for k, position in enumerate(subscribers[:count]):
+            end = start + base + (k < extra)
+            self._lists[position].extend(product(topics, range(start, end)))
+            start = end
+
     @staticmethod
     def _deal(topic: str, count: int, owners: Iterable[_Append]) -> None:
-        partitions = zip(repeat(topic, count), range(count), strict=True)
-        deque(map(call, owners, partitions), maxlen=0)
+        deque(map(call, owners, _partitions(topic, count)), maxlen=0)
+
+
+def _partitions(topic: str, count: int) -> Iterator[TopicPartition]:
+    return zip(repeat(topic, count), range(count), strict=True)

@@ -159,6 +159,7 @@ class OptimalAssignor:
     """The most even assignment that moves the fewest partitions (exact)."""
 
     name = "optimal"
+    reads_owned = True
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         members = list(request.members)

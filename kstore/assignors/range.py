@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kstore._java import java_sorted
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
     Dealer,
@@ -214,6 +213,7 @@ class RangeAssignor:
     """The classic range assignor (ignores owned partitions)."""
 
     name = "range"
+    reads_owned = False
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         order = ordered_members(request)
@@ -221,12 +221,7 @@ class RangeAssignor:
         racks = [request.members[member].rack or None for member in order]
         owners = _rack_matched_owners(request, racks, subscribers)
         dealer = Dealer(request, order)
-        for topic in java_sorted(subscribers):
-            owner = owners.get(topic)
-            if owner is None:
-                dealer.ranges(topic, request.topics[topic], subscribers[topic])
-            else:
-                dealer.owned(topic, subscribers[topic], owner)
+        dealer.all_ranges(request.topics, subscribers, owners)
         return dealer.result()
 
 

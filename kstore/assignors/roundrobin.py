@@ -13,9 +13,6 @@ ones, and the cursor ends just past the member that took the last partition.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
-from kstore._java import java_sorted
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
     Dealer,
@@ -30,20 +27,13 @@ class RoundRobinAssignor:
     """The classic round-robin assignor (ignores owned partitions and racks)."""
 
     name = "roundrobin"
+    reads_owned = False
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         order = ordered_members(request)
         subscribers = topic_subscribers(request, order)
         dealer = Dealer(request, order)
-        cursor = 0
-        for topic in java_sorted(subscribers):
-            count = request.topics[topic]
-            circle = subscribers[topic]
-            first = bisect_left(circle, cursor)
-            if first == len(circle):
-                first = 0
-            dealer.strides(topic, count, circle, first)
-            cursor = circle[(first + count - 1) % len(circle)] + 1
+        dealer.round_robin(request.topics, subscribers)
         return dealer.result()
 
 

@@ -12,7 +12,6 @@ the same ranges, so the result does not depend on the path and none is chosen he
 
 from __future__ import annotations
 
-from kstore._java import java_sorted
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
     Dealer,
@@ -27,13 +26,13 @@ class ServerRangeAssignor:
     """The coordinator-side range assignor; ignores owned partitions and racks."""
 
     name = "server-range"
+    reads_owned = False
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         order = ordered_members(request)
         subscribers = topic_subscribers(request, order)
         dealer = Dealer(request, order)
-        for topic in java_sorted(subscribers):
-            dealer.ranges(topic, request.topics[topic], subscribers[topic])
+        dealer.all_ranges(request.topics, subscribers, {})
         return dealer.result()
 
 

@@ -34,6 +34,8 @@ IntArray = npt.NDArray[np.int64]
 class StickyAssignor:
     """``sticky`` (eager) or ``cooperative-sticky``."""
 
+    reads_owned = True
+
     def __init__(self, name: str, *, cooperative: bool) -> None:
         self.name = name
         self.cooperative = cooperative

@@ -19,6 +19,7 @@ class UniformAssignor:
     """``org.apache.kafka.coordinator.group.assignor.UniformAssignor``."""
 
     name = "uniform"
+    reads_owned = True
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         group = build_group(request)
