@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from kafka.errors import KafkaError
 
+from kstore._errors import KstoreError
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import (
     Assignment,
@@ -359,20 +360,31 @@ class Poller:
         return stored
 
     def run(self, interval: float, stop: threading.Event, polls: int | None = None) -> int:
-        """Poll every ``interval`` seconds until ``stop`` (or ``polls`` polls) ; errors retry."""
-        done = 0
+        """Poll every ``interval`` seconds until ``stop``; failed polls retry with backoff.
+
+        ``polls``: stop after that many polls, failed ones included; when the last of
+        them failed, raise ``KstoreError`` (the broker stayed away).
+        """
+        attempts = failed = 0
         pause = min(interval, 1.0)
-        while not stop.is_set() and (polls is None or done < polls):
+        while not stop.is_set() and (polls is None or attempts < polls):
+            attempts += 1
             try:
                 self.poll_once()
-                pause = min(interval, 1.0)
             except _RETRIED as exc:
+                failed += 1
+                if polls is not None and attempts >= polls:
+                    raise KstoreError(
+                        f"poll: no answer from the broker in the last {failed} of {polls} "
+                        f"polls ({type(exc).__name__}: {exc})"
+                    ) from None
                 log.warning("poll failed (%s); retrying in %.1f s", exc, pause)
                 stop.wait(pause)
                 pause = min(pause * 2, 30.0)
                 continue
-            done += 1
-            if polls is None or done < polls:
+            failed = 0
+            pause = min(interval, 1.0)
+            if polls is None or attempts < polls:
                 stop.wait(interval)
         return self.stored
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
+import pytest
+from kafka.errors import KafkaConnectionError
+
+from kstore._errors import KstoreError
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import (
     INFERRED_REASON,
@@ -185,3 +190,37 @@ def test_polls_append_only_the_differences(store: Store) -> None:
     # A second poller seeing the same as the first adds nothing.
     again = Poller(store, FakeAdmin([[two]], {"t": 2}), cluster="prod", groups=["g"])
     assert again.poll_once(AT) == 0
+
+
+class DownAdmin(FakeAdmin):
+    """A broker that answers ``answers`` polls, then stays down."""
+
+    def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+        if not self.answers:
+            raise KafkaConnectionError()
+        return super().describe(group_ids)
+
+
+def test_a_broker_that_stays_down_ends_a_bounded_run_with_an_error(store: Store) -> None:
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    poller = Poller(store, DownAdmin([[one]], {"t": 2}), cluster="prod", groups=["g"])
+    with pytest.raises(KstoreError, match=r"no answer from the broker in the last 3 of 4 polls"):
+        poller.run(0.001, threading.Event(), polls=4)
+    assert poller.stored == 4  # the first poll's events are stored all the same
+
+
+def test_a_failed_poll_is_retried_and_counted(store: Store) -> None:
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+
+    class Flaky(FakeAdmin):
+        calls = 0
+
+        def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+            self.calls += 1
+            if self.calls == 1:
+                raise KafkaConnectionError()
+            return super().describe(group_ids)
+
+    admin = Flaky([[one], [one]], {"t": 2})
+    assert Poller(store, admin, groups=["g"]).run(0.001, threading.Event(), polls=3) == 4
+    assert admin.calls == 3
