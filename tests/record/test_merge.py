@@ -109,15 +109,20 @@ def histories(draw: st.DrawFn) -> History:
             reporter.emit(member, last, "close", set(), set())
             left.append((member, "leave"))
     # A cooperative member whose partitions did not change may not be called, as long as
-    # it reports again later (else nothing could tell it from a crashed one).
+    # it reports again later (else nothing could tell it from a crashed one) and someone
+    # reports in that generation (else nothing could tell the generation happened).
     reports = reporter.reports
-    dropped = set()
+    dropped: set[int] = set()
     for index in silent_ok:
         report = reports[index]
         later = any(
             r.member_id == report.member_id and r.generation > report.generation for r in reports
         )
-        if later and draw(st.booleans()):
+        others = any(
+            r.generation == report.generation and i != index and i not in dropped
+            for i, r in enumerate(reports)
+        )
+        if later and others and draw(st.booleans()):
             dropped.add(index)
     reports = [r for i, r in enumerate(reports) if i not in dropped]
     return History(strategy, assignments, left, reports)
