@@ -11,9 +11,9 @@ Spark tasks; nothing is dropped silently:
 
 Order: the dumps' files by name, lines in file order, give the log order (``position``:
 increasing in that order, not contiguous) and each stream's versions. An event without
-``event_id`` gets one derived from its file
-and line number, so ingesting the same dumps again yields the same ids.
-Each file is read whole by one task (``wholetext``): split very large dumps.
+``event_id`` gets one derived from its file and line number, so ingesting the same dumps
+again yields the same ids. Each file is read whole by one task (``wholetext``): split
+very large dumps.
 """
 
 from __future__ import annotations
