@@ -113,12 +113,14 @@ class ConsumerGroupSim(GroupSim):
             if client is not None:
                 self._schedule_heartbeat(client)
 
-    def _holder(self, tp: TopicPartition, besides: str) -> bool:
-        return any(
-            tp in m.assigned or tp in m.revoking
-            for member_id, m in self.epochs.items()
-            if member_id != besides
-        )
+    def _held(self, besides: str) -> set[TopicPartition]:
+        """Partitions another member than ``besides`` still has or is revoking."""
+        held: set[TopicPartition] = set()
+        for member_id, m in self.epochs.items():
+            if member_id != besides:
+                held |= m.assigned
+                held |= m.revoking
+        return held
 
     # --- heartbeats --------------------------------------------------------------------
 
@@ -166,7 +168,8 @@ class ConsumerGroupSim(GroupSim):
             member.assigned, member.revoking, member.state = kept, revoking, UNREVOKED
             self._revoke(client, member_id, revoking)
             return
-        free = {tp for tp in target - kept if not self._holder(tp, member_id)}
+        wanted = target - kept
+        free = wanted - self._held(member_id) if wanted else wanted
         member.assigned = kept | free
         member.epoch = self.group_epoch
         member.state = UNRELEASED if member.assigned != target else STABLE
