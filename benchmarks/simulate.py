@@ -28,7 +28,7 @@ CASES: tuple[tuple[str, Protocol], ...] = (
     ("rolling-deploy", "cooperative"),
     ("autoscaling", "eager"),
     ("autoscaling", "cooperative"),
-    ("autoscaling", "consumer"),
+    ("steady-churn", "consumer"),
 )
 
 
