@@ -44,14 +44,16 @@ nonexistent AS (
     WHERE x.partitions IS NULL OR a."partition" >= x.partitions
 ),
 unknown AS (
-    SELECT h.cluster, h.group_id, h.timeline, h.version, 'unknown-member' AS kind,
-           h.topic, NULL AS "partition", h.member AS members, h.partitions
-    FROM kstore_holdings h
+    SELECT a.cluster, a.group_id, a.timeline, a.version, 'unknown-member' AS kind,
+           a.topic, NULL AS "partition", a.member AS members,
+           count(DISTINCT a."partition") AS partitions
+    FROM kstore_assignments a
     JOIN events USING (cluster, group_id, timeline, version)
     WHERE NOT EXISTS (
         SELECT 1 FROM kstore_members_at m
-        WHERE m.cluster = h.cluster AND m.group_id = h.group_id AND m.timeline = h.timeline
-          AND m.version = h.version AND m.member = h.member)
+        WHERE m.cluster = a.cluster AND m.group_id = a.group_id AND m.timeline = a.timeline
+          AND m.version = a.version AND m.member = a.member)
+    GROUP BY ALL
 ),
 found AS (
     SELECT * FROM doubles

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from kstore._errors import UsageError
 from kstore.assignors import assign, get_assignor
@@ -35,7 +36,7 @@ _CONSUMER = frozenset({"uniform", "server-range"})
 _BATCH = 200
 
 
-def protocol_of(strategy: str) -> str:
+def protocol_of(strategy: str) -> Literal["eager", "cooperative", "consumer"]:
     """The rebalance protocol a strategy runs under: eager, cooperative or consumer."""
     if strategy in _COOPERATIVE:
         return "cooperative"
@@ -81,7 +82,8 @@ class _Replayer:
         result = assign(request)
         self.assignor_seconds += time.perf_counter() - started
         self.rebalances += 1
-        data = AssignmentCompleted(
+        # The assignor's result is validated already: building the event does not check it again.
+        data = AssignmentCompleted.model_construct(
             generation=self.generation,
             strategy=self.strategy,
             assignment={m: list(tps) for m, tps in result.assignment.items()},

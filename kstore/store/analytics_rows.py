@@ -1,47 +1,58 @@
-"""Compact per-rebalance facts for analytics, projected beside the assignment rows.
+"""Per-rebalance analytics facts, projected beside the assignment and ownership rows.
 
-``queries/metrics.sql`` must answer over millions of assignment rows in well under a
-second, which rules out partition-level joins at query time. So each
-``AssignmentCompleted`` E adds, in the same pass that already follows ``prev(p)``
-(``Projector``), the partition-level facts of shared/spec/metrics.md that need the
-partitions themselves, and nothing that needs membership or subscriptions (the SQL
-joins those):
+``queries/metrics.sql`` and the windows over it must answer over millions of assignment
+rows in well under a second, so nothing partition-level is left for query time: each
+``AssignmentCompleted`` E is settled once, when it is stored (and again, identically, by
+``rebuild``), into counts per topic and per rebalance. The counts follow
+shared/spec/metrics.md; the SQL adds them up and computes what needs other events
+(``duration_ms``). ``Decision`` is the partition-level reading of E that both this module
+and the ownership projection use, columnar (numpy), so a 10,000-partition event costs a
+few list comprehensions rather than a Python loop with branches per partition.
 
-- ``kstore_holdings``: per member and topic of E: ``partitions`` (distinct), ``shared``
-  (of them, assigned by E to another member too), ``kept`` (of the others, those whose
-  ``prev(p)`` is this member), ``missing`` (of the others, those that do not exist at
-  E: unknown topic or number past its partition count);
+Tables (one set of rows per E, keyed by its stream and version):
+
+- ``kstore_rebalance_stats``: one row: ``generation``, ``at``, ``members`` (of the group
+  at E), ``imbalance`` and ``excess`` (over the members subscribing to an existing topic;
+  NULL when there is none);
+- ``kstore_topic_stats``: one row per topic that E assigns, that the previous assignment
+  held, or that a member of the group at E subscribes to: ``assigned``, ``moved``,
+  ``new``, ``revoked``, ``unassigned``, ``retainable``, ``kept``, ``double_assigned``
+  restricted to the topic's partitions (they add up to E's numbers), ``subscribers``
+  (members at E subscribing to it) and ``imbalance`` (max - min of their partitions of
+  the topic; NULL without subscribers);
 - ``kstore_members_at``: the members of the group at E (the fold's), one row per
   subscribed topic (``topic`` NULL for a member subscribing to nothing);
 - ``kstore_topics_at``: the topics that exist at E with their partition counts;
 - ``kstore_double_assignments``: each (partition, member) of a partition E assigns to
   more than one member;
-- ``kstore_revocations``: each (member, partition) of the previous
-  ``AssignmentCompleted`` (MemberReplaced aliasing applied) that E does not repeat.
+- ``kstore_revocations``: each (member, partition) of the previous ``AssignmentCompleted``
+  (MemberReplaced aliasing applied) that E does not repeat.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from itertools import chain
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from kstore.assignors import TopicPartition
+from kstore.store._columns import Column
 from kstore.store.events import AssignmentCompleted
 from kstore.store.fold import GroupState
 
-__all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows"]
+__all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows", "Decision"]
 
 _KEY = ("cluster", "group_id", "timeline", "version")
+_TOPIC_COUNTS: tuple[str, ...] = ("assigned", "moved", "new", "revoked", "unassigned")
+_TOPIC_COUNTS += ("retainable", "kept", "double_assigned", "subscribers")
 ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {
-    "kstore_holdings": (
-        *_KEY,
-        "generation",
-        "member",
-        "topic",
-        "partitions",
-        "shared",
-        "kept",
-        "missing",
-    ),
+    "kstore_rebalance_stats": (*_KEY, "generation", "at", "members", "imbalance", "excess"),
+    "kstore_topic_stats": (*_KEY, "topic", *_TOPIC_COUNTS, "imbalance"),
     "kstore_members_at": (*_KEY, "member", "topic"),
     "kstore_topics_at": (*_KEY, "topic", "partitions"),
     "kstore_double_assignments": (*_KEY, "topic", "partition", "member"),
@@ -49,13 +60,70 @@ ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 """Table -> its columns, in the order of the migration that creates it."""
 
+_Ints = npt.NDArray[np.int64]
+_Bools = npt.NDArray[np.bool_]
+
+
+class Decision:
+    """E's assignment read entry by entry (one entry per listed member and partition).
+
+    ``owners`` are the assignment's member ids; ``owner[i]`` indexes them. ``pair_first``
+    marks the first entry of each (member, partition), ``tp_first`` the first of each
+    partition, ``shared`` the entries of partitions given to more than one member.
+    ``previous[i]`` is ``prev(p)`` of the entry's partition (``last_owner`` before E).
+    """
+
+    def __init__(
+        self, assignment: Mapping[str, Any], last_owner: Mapping[TopicPartition, str]
+    ) -> None:
+        self.owners: list[str] = list(assignment)
+        lists = list(assignment.values())
+        self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
+        size = len(self.tps)
+        self.owner: _Ints = np.repeat(
+            np.arange(len(lists), dtype=np.int64), [len(x) for x in lists]
+        )
+        self.members: list[str] = [self.owners[i] for i in self.owner.tolist()]
+        topics = [tp[0] for tp in self.tps]
+        self.topic_names: list[str] = list(dict.fromkeys(topics))
+        tcode = {t: i for i, t in enumerate(self.topic_names)}
+        self.topic: _Ints = np.array([tcode[t] for t in topics], dtype=np.int64)
+        self.number: _Ints = np.array([tp[1] for tp in self.tps], dtype=np.int64)
+        last = last_owner.get
+        self.previous: list[str | None] = [last(tp) for tp in self.tps]
+        if len(set(self.tps)) == size:  # the usual case: every partition listed once
+            self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
+            self.tp_first: _Bools = self.pair_first
+            self.shared: _Bools = np.zeros(size, dtype=np.bool_)
+        else:
+            self.pair_first = np.zeros(size, dtype=np.bool_)
+            self.tp_first = np.zeros(size, dtype=np.bool_)
+            holders: dict[TopicPartition, set[str]] = {}
+            for i, (member, tp) in enumerate(zip(self.members, self.tps, strict=True)):
+                held = holders.setdefault(tp, set())
+                self.tp_first[i] = not held
+                self.pair_first[i] = member not in held
+                held.add(member)
+            self.shared = np.array([len(holders[tp]) > 1 for tp in self.tps], dtype=np.bool_)
+        self.single: _Bools = self.pair_first & ~self.shared
+
+    def changed(self) -> _Ints:
+        """Entries of E's single-owner partitions whose owner is not ``prev(p)``."""
+        code: dict[str | None, int] = {m: i for i, m in enumerate(self.owners)}
+        previous = np.array([code.get(p, -1) for p in self.previous], dtype=np.int64)
+        return np.flatnonzero(self.single & (previous != self.owner))
+
+
+def _counts(codes: _Ints, mask: _Bools, size: int) -> _Ints:
+    return np.bincount(codes[mask], minlength=size).astype(np.int64)
+
 
 class AnalyticsRows:
     """Collects the rows of the ``ANALYTICS_COLUMNS`` tables as columns."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, dict[str, list[Any]]] = {
-            table: {name: [] for name in names} for table, names in ANALYTICS_COLUMNS.items()
+        self.tables: dict[str, dict[str, Column]] = {
+            table: {name: Column() for name in names} for table, names in ANALYTICS_COLUMNS.items()
         }
 
     def rows(self) -> int:
@@ -65,66 +133,124 @@ class AnalyticsRows:
         columns = self.tables[table]
         names = ANALYTICS_COLUMNS[table]
         for name, value in zip(_KEY, key, strict=True):
-            columns[name].extend([value] * len(rows))
+            columns[name].repeat(value, len(rows))
         for offset, name in enumerate(names[len(_KEY) :]):
-            columns[name].extend(row[offset] for row in rows)
+            columns[name].extend([row[offset] for row in rows])
 
     def assignment(
         self,
         state: GroupState,
         data: AssignmentCompleted,
-        previous: dict[str, tuple[TopicPartition, ...]],
-        last_owner: dict[TopicPartition, str],
+        at_utc: datetime,
+        previous: Mapping[str, tuple[TopicPartition, ...]],
+        decision: Decision,
     ) -> None:
-        """Rows for E = ``data``: ``state`` is the fold after E, ``previous`` the
-        assignment before it and ``last_owner`` gives ``prev(p)`` (not yet updated by E).
+        """Rows for E = ``data``: ``state`` is the fold after E (whose membership and
+        topics are those before E), ``previous`` the assignment before it.
         """
         stream = state.stream
         assert stream is not None
         key = (*stream, state.version)
-        held: dict[str, set[TopicPartition]] = {m: set(tps) for m, tps in data.assignment.items()}
-        owners: dict[TopicPartition, list[str]] = {}
-        for member, tps in held.items():
-            for tp in tps:
-                owners.setdefault(tp, []).append(member)
+        members = state.members
         topics = state.topics
+        tps = decision.tps
 
-        counts: dict[tuple[str, str], list[int]] = {}
-        for member, tps in held.items():
-            for tp in tps:
-                cell = counts.setdefault((member, tp[0]), [0, 0, 0, 0])
-                cell[0] += 1
-                if len(owners[tp]) > 1:
-                    cell[1] += 1
-                    continue
-                if last_owner.get(tp) == member:
-                    cell[2] += 1
-                if tp[1] >= topics.get(tp[0], 0):
-                    cell[3] += 1
+        revoked = _revoked(previous, decision)
+        subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
+        names = sorted(
+            {tp[0] for tp in tps}
+            | {tp[0] for _, tp in revoked}
+            | {t for ts in subscribed.values() for t in ts}
+        )
+        tcode = {t: i for i, t in enumerate(names)}
+        width = len(names)
+        topic: _Ints = np.array([tcode[t] for t in decision.topic_names], dtype=np.int64)
+        topic = topic[decision.topic]
+        number = decision.number
+
+        # Member codes: E's owners first (so ``decision.owner`` is a code), then the
+        # members at E, then previous owners that are neither.
+        mcode: dict[str | None, int] = {m: i for i, m in enumerate(decision.owners)}
+        for m in chain(members, set(decision.previous)):
+            if m is not None:
+                mcode.setdefault(m, len(mcode))
+        owner = decision.owner
+        prev: _Ints = np.array([mcode.get(p, -1) for p in decision.previous], dtype=np.int64)
+        # eligible[m, t]: m is a member at E and subscribes to t
+        eligible = np.zeros((len(mcode), width), dtype=np.bool_)
+        for m, ts in subscribed.items():
+            eligible[mcode[m], [tcode[t] for t in ts]] = True
+        at_e = np.zeros(len(mcode), dtype=np.bool_)
+        at_e[[mcode[m] for m in members]] = True
+
+        single = decision.single
+        known = prev >= 0
+        retainable = single & known & eligible[np.maximum(prev, 0), topic]
+        size = np.array([topics.get(t, 0) for t in names], dtype=np.int64)
+        exists = np.array([t in topics for t in names], dtype=np.bool_)
+        wanted = exists & eligible.any(axis=0)
+        covered = _counts(topic, decision.tp_first & (number < size[topic]), width)
+        loads = np.bincount(owner[decision.pair_first], minlength=len(mcode))
+        topic_loads = np.bincount(
+            (owner * width + topic)[decision.pair_first], minlength=len(mcode) * width
+        ).reshape(len(mcode), width)
+        revoked_per_topic = Counter(t for t, _ in {tp for _, tp in revoked})
+
+        counts = {
+            "assigned": _counts(topic, decision.tp_first, width),
+            "moved": _counts(topic, single & known & (prev != owner), width),
+            "new": _counts(topic, single & ~known, width),
+            "revoked": np.array([revoked_per_topic[t] for t in names], dtype=np.int64),
+            "unassigned": np.where(wanted, size - covered, 0),
+            "retainable": _counts(topic, retainable, width),
+            "kept": _counts(topic, retainable & (prev == owner), width),
+            "double_assigned": _counts(topic, decision.tp_first & decision.shared, width),
+            "subscribers": eligible.sum(axis=0),
+        }
+        rows: list[tuple[Any, ...]] = []
+        for t, name in enumerate(names):
+            subscribers = eligible[:, t]
+            spread = topic_loads[subscribers, t]
+            imbalance = int(spread.max() - spread.min()) if spread.size else None
+            rows.append((name, *(int(counts[c][t]) for c in _TOPIC_COUNTS), imbalance))
+        self._add("kstore_topic_stats", key, rows)
+
+        counted = loads[at_e & eligible[:, exists].any(axis=1)]
+        imbalance = excess = None
+        if counted.size:
+            imbalance = int(counted.max() - counted.min())
+            ceiling = -(-int(counted.sum()) // counted.size)
+            excess = int(np.maximum(counted - ceiling, 0).sum())
         self._add(
-            "kstore_holdings",
+            "kstore_rebalance_stats",
             key,
-            [(data.generation, m, t, *cell) for (m, t), cell in counts.items()],
+            [(data.generation, at_utc, len(members), imbalance, excess)],
         )
         self._add(
             "kstore_members_at",
             key,
-            [
-                (member_id, topic)
-                for member_id, member in state.members.items()
-                for topic in (dict.fromkeys(member.topics) or (None,))
-            ],
+            [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))],
         )
         self._add("kstore_topics_at", key, list(topics.items()))
+        doubled = np.flatnonzero(decision.pair_first & decision.shared).tolist()
         self._add(
             "kstore_double_assignments",
             key,
-            [(tp[0], tp[1], m) for tp, ms in owners.items() if len(ms) > 1 for m in ms],
+            [(*tps[i], decision.members[i]) for i in doubled],
         )
-        revoked = [
-            (member, tp[0], tp[1])
-            for member, tps in previous.items()
-            for tp in dict.fromkeys(tps)
-            if tp not in held.get(member, ())
+        self._add("kstore_revocations", key, [(m, *tp) for m, tp in revoked])
+
+
+def _revoked(
+    previous: Mapping[str, tuple[TopicPartition, ...]], decision: Decision
+) -> list[tuple[str, TopicPartition]]:
+    """(member, partition) pairs of ``previous`` that E does not give that member."""
+    if not decision.shared.any():
+        given = dict(zip(decision.tps, decision.members, strict=True)).get
+        return [
+            (m, tp) for m, tps in previous.items() for tp in dict.fromkeys(tps) if given(tp) != m
         ]
-        self._add("kstore_revocations", key, revoked)
+    pairs = set(zip(decision.members, decision.tps, strict=True))
+    return [
+        (m, tp) for m, tps in previous.items() for tp in dict.fromkeys(tps) if (m, tp) not in pairs
+    ]

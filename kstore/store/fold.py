@@ -136,13 +136,13 @@ class GroupState:
             case MemberReplaced():
                 self._replace_member(data)
             case SubscriptionChanged():
+                # Only MemberJoined makes a member (metrics.md): a non-member's change
+                # stays in the log and changes no state.
                 known = self.members.get(data.member_id)
-                topics = tuple(data.topics)
-                self.members[data.member_id] = (
-                    Member(topics=topics)
-                    if known is None
-                    else dataclasses.replace(known, topics=topics)
-                )
+                if known is not None:
+                    self.members[data.member_id] = dataclasses.replace(
+                        known, topics=tuple(data.topics)
+                    )
             case RebalanceStarted():
                 self.rebalance = Rebalance(data.generation, data.reason, event.at)
             case AssignmentCompleted():
@@ -156,8 +156,15 @@ class GroupState:
                 raise TypeError(f"no fold rule for event type {event.type}")
 
     def _replace_member(self, data: MemberReplaced) -> None:
+        """The new id takes over the old one's membership, subscription and partitions.
+
+        The new id takes the old one's place in member order (it reaches the assignor)
+        and its member record (with the event's instance id). If the new id is a member
+        already, that record gives way; if it holds partitions already, it keeps them
+        after the old id's (a merge: from here on the old id's partitions are the new
+        id's, and its own stay its own). Equal ids: only the instance id is set.
+        """
         old, new = data.old_member_id, data.new_member_id
-        # The new id takes the old one's position too: member order reaches the assignor.
         if old in self.members:
             self.members = {
                 (new if key == old else key): (
@@ -166,11 +173,16 @@ class GroupState:
                     else value
                 )
                 for key, value in self.members.items()
-                if key != new
+                if key != new or old == new
             }
+        if old == new:
+            return
         if old in self.assignment:
+            taken = self.assignment[old]
+            seen = set(taken)
+            merged = taken + tuple(tp for tp in self.assignment.get(new, ()) if tp not in seen)
             self.assignment = {
-                (new if key == old else key): value
+                (new if key == old else key): (merged if key == old else value)
                 for key, value in self.assignment.items()
                 if key != new
             }

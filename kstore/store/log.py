@@ -21,9 +21,11 @@ from typing import Any
 
 import pyarrow as pa
 import sqlalchemy as sa
+from pydantic_core import from_json
 from sqlalchemy.pool import NullPool
 
 from kstore._errors import KstoreError, UsageError
+from kstore.store._columns import Column
 from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
 from kstore.store.events import Event, StreamId, parse_event
 from kstore.store.fold import GroupState
@@ -63,9 +65,14 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "generation": pa.int32(),
     "partition": pa.int32(),
     "partitions": pa.int32(),
-    "shared": pa.int32(),
-    "kept": pa.int32(),
-    "missing": pa.int32(),
+    "members": pa.int32(),
+    "imbalance": pa.int32(),
+    "excess": pa.int32(),
+    **dict.fromkeys(
+        ("assigned", "moved", "new", "revoked", "unassigned", "retainable", "kept"), pa.int32()
+    ),
+    "double_assigned": pa.int32(),
+    "subscribers": pa.int32(),
     "topic": pa.string(),
     "at_offset_s": pa.int32(),
     "schema_version": pa.int16(),
@@ -142,9 +149,14 @@ def _aware(at_utc: datetime, offset_s: int) -> datetime:
     return at_utc.replace(tzinfo=UTC).astimezone(zone)
 
 
-def _arrow(columns: Mapping[str, list[Any]]) -> pa.Table:
+def _arrow(columns: Mapping[str, list[Any]] | Mapping[str, Column]) -> pa.Table:
     return pa.table(
-        {name: pa.array(values, type=_ARROW_TYPES.get(name)) for name, values in columns.items()}
+        {
+            name: values.to_arrow(_ARROW_TYPES.get(name, pa.string()))
+            if isinstance(values, Column)
+            else pa.array(values, type=_ARROW_TYPES.get(name))
+            for name, values in columns.items()
+        }
     )
 
 
@@ -157,7 +169,7 @@ def _stored(row: Sequence[Any]) -> StoredEvent:
         "timeline": timeline,
         "type": kind,
         "at": _aware(at, offset),
-        "data": json.loads(data),
+        "data": from_json(data),  # pydantic's parser: several times json's speed on big data
     }
     return StoredEvent(position, version, parse_event(raw, schema_version=schema))
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from kstore.assignors import TopicPartition
-from kstore.store.analytics_rows import AnalyticsRows
+from kstore.store._columns import Column
+from kstore.store.analytics_rows import AnalyticsRows, Decision
 from kstore.store.events import AssignmentCompleted, Event, MemberReplaced
 from kstore.store.fold import GroupState
 
@@ -53,12 +53,12 @@ class StreamHead:
         return cls(GroupState.from_dict(raw["state"]), owners)
 
 
-def _columns(names: tuple[str, ...]) -> dict[str, list[Any]]:
-    return {name: [] for name in names}
+def _columns(names: tuple[str, ...]) -> dict[str, Column]:
+    return {name: Column() for name in names}
 
 
 class Projector:
-    """Collects projection rows as columns, ready for ``pyarrow.table``.
+    """Collects projection rows as columns (``Column``: Arrow-ready), per table.
 
     With ``keep=False`` it only advances heads (loading a stream's head from the log).
     """
@@ -84,74 +84,64 @@ class Projector:
         state.apply(event)
         data = event.data
         if isinstance(data, AssignmentCompleted):
+            decision = Decision(data.assignment, head.last_owner)
             if self.keep:
-                self.analytics.assignment(state, data, previous, head.last_owner)
-            self._assignment(head, data, at_utc)
+                self._assignment(state, data, decision)
+                self.analytics.assignment(state, data, at_utc, previous, decision)
+            self._decided(head, decision, at_utc)
         elif isinstance(data, MemberReplaced):
             old, new = data.old_member_id, data.new_member_id
-            moved = [tp for tp, owner in head.last_owner.items() if owner == old]
-            self._changes(head, [(tp, old, new) for tp in moved], at_utc, "MemberReplaced")
+            if old != new:
+                moved = [tp for tp, owner in head.last_owner.items() if owner == old]
+                self._replaced(head, moved, old, new, at_utc)
 
-    def _assignment(self, head: StreamHead, data: AssignmentCompleted, at_utc: datetime) -> None:
-        state = head.state
+    def _stream_key(self, state: GroupState, count: int, columns: dict[str, Column]) -> None:
         cluster, group, timeline = state.stream or ("", "", "")
-        owners: dict[TopicPartition, str] = {}
-        doubled: set[TopicPartition] = set()
-        for member, tps in data.assignment.items():
-            for tp in tps:
-                if owners.setdefault(tp, member) != member:
-                    doubled.add(tp)
-        if self.keep:
-            columns = self.assignments
-            count = sum(len(tps) for tps in data.assignment.values())
-            for name, value in (
-                ("cluster", cluster),
-                ("group_id", group),
-                ("timeline", timeline),
-                ("version", state.version),
-                ("generation", data.generation),
-            ):
-                columns[name].extend([value] * count)
-            for member, tps in data.assignment.items():
-                columns["member"].extend([member] * len(tps))
-                columns["topic"].extend([tp[0] for tp in tps])
-                columns["partition"].extend([tp[1] for tp in tps])
-        last = head.last_owner
-        changes = [
-            (tp, last.get(tp), owner)
-            for tp, owner in owners.items()
-            if tp not in doubled and last.get(tp) != owner
-        ]
-        self._changes(head, changes, at_utc, "AssignmentCompleted")
-
-    def _changes(
-        self,
-        head: StreamHead,
-        changes: list[tuple[TopicPartition, str | None, str]],
-        at_utc: datetime,
-        cause: str,
-    ) -> None:
-        if not self.keep:
-            for tp, _, owner in changes:
-                head.last_owner[tp] = owner
-            return
-        state = head.state
-        cluster, group, timeline = state.stream or ("", "", "")
-        columns = self.ownership
-        count = len(changes)
         for name, value in (
             ("cluster", cluster),
             ("group_id", group),
             ("timeline", timeline),
             ("version", state.version),
-            ("generation", state.generation),
-            ("at", at_utc),
-            ("cause", cause),
         ):
-            columns[name].extend([value] * count)
-        for (topic, partition), previous, owner in changes:
-            columns["topic"].append(topic)
-            columns["partition"].append(partition)
-            columns["previous_owner"].append(previous)
-            columns["owner"].append(owner)
-            head.last_owner[(topic, partition)] = owner
+            columns[name].repeat(value, count)
+
+    def _assignment(self, state: GroupState, data: AssignmentCompleted, decision: Decision) -> None:
+        columns = self.assignments
+        count = len(decision.tps)
+        self._stream_key(state, count, columns)
+        columns["generation"].repeat(data.generation, count)
+        columns["member"].coded(decision.owner, decision.owners)
+        columns["topic"].coded(decision.topic, decision.topic_names)
+        columns["partition"].numbers(decision.number)
+
+    def _ownership(self, state: GroupState, count: int, at_utc: datetime, cause: str) -> None:
+        columns = self.ownership
+        self._stream_key(state, count, columns)
+        columns["generation"].repeat(state.generation, count)
+        columns["at"].repeat(at_utc, count)
+        columns["cause"].repeat(cause, count)
+
+    def _decided(self, head: StreamHead, decision: Decision, at_utc: datetime) -> None:
+        changed = decision.changed()
+        tps = [decision.tps[i] for i in changed.tolist()]
+        owners = [decision.owners[i] for i in decision.owner[changed].tolist()]
+        if self.keep:
+            self._ownership(head.state, len(tps), at_utc, "AssignmentCompleted")
+            columns = self.ownership
+            columns["topic"].coded(decision.topic[changed], decision.topic_names)
+            columns["partition"].numbers(decision.number[changed])
+            columns["previous_owner"].extend([decision.previous[i] for i in changed.tolist()])
+            columns["owner"].coded(decision.owner[changed], decision.owners)
+        head.last_owner.update(zip(tps, owners, strict=True))
+
+    def _replaced(
+        self, head: StreamHead, tps: list[TopicPartition], old: str, new: str, at_utc: datetime
+    ) -> None:
+        if self.keep:
+            self._ownership(head.state, len(tps), at_utc, "MemberReplaced")
+            columns = self.ownership
+            columns["topic"].extend([tp[0] for tp in tps])
+            columns["partition"].extend([tp[1] for tp in tps])
+            columns["previous_owner"].repeat(old, len(tps))
+            columns["owner"].repeat(new, len(tps))
+        head.last_owner.update(dict.fromkeys(tps, new))

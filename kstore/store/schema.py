@@ -29,6 +29,7 @@ REVISIONS: tuple[str, ...] = (
     "0002_projections",
     "0003_analytics",
     "0004_checkpoints",
+    "0005_rebalance_stats",
 )
 HEAD = REVISIONS[-1]
 
@@ -121,18 +122,30 @@ def _analytics_key() -> list[sa.Column[object]]:
     return [*_stream_columns(), sa.Column("version", sa.Integer, nullable=False)]
 
 
-# Analytics projections (kstore.store.analytics_rows; views over the log: migration 0003).
-HOLDINGS = sa.Table(
-    "kstore_holdings",
+# Analytics projections (kstore.store.analytics_rows; migrations 0003 and 0005).
+def _counts(*names: str) -> list[sa.Column[object]]:
+    return [sa.Column(name, sa.Integer, nullable=False) for name in names]
+
+
+REBALANCE_STATS = sa.Table(
+    "kstore_rebalance_stats",
     metadata,
     *_analytics_key(),
     sa.Column("generation", sa.Integer, nullable=False),
-    sa.Column("member", sa.String, nullable=False),
+    sa.Column("at", sa.DateTime, nullable=False),
+    sa.Column("members", sa.Integer, nullable=False),
+    sa.Column("imbalance", sa.Integer, nullable=True),
+    sa.Column("excess", sa.Integer, nullable=True),
+)
+
+TOPIC_STATS = sa.Table(
+    "kstore_topic_stats",
+    metadata,
+    *_analytics_key(),
     sa.Column("topic", sa.String, nullable=False),
-    sa.Column("partitions", sa.Integer, nullable=False),
-    sa.Column("shared", sa.Integer, nullable=False),
-    sa.Column("kept", sa.Integer, nullable=False),
-    sa.Column("missing", sa.Integer, nullable=False),
+    *_counts("assigned", "moved", "new", "revoked", "unassigned", "retainable", "kept"),
+    *_counts("double_assigned", "subscribers"),
+    sa.Column("imbalance", sa.Integer, nullable=True),
 )
 
 MEMBERS_AT = sa.Table(
@@ -173,7 +186,8 @@ PROJECTIONS = (
     STREAMS,
     ASSIGNMENTS,
     OWNERSHIP,
-    HOLDINGS,
+    REBALANCE_STATS,
+    TOPIC_STATS,
     MEMBERS_AT,
     TOPICS_AT,
     DOUBLE_ASSIGNMENTS,

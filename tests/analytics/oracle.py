@@ -45,13 +45,15 @@ def metrics(events: list[Event]) -> list[dict[str, Any]]:
         elif isinstance(data, MemberLeft):
             members.pop(data.member_id, None)
         elif isinstance(data, SubscriptionChanged):
-            members[data.member_id] = list(data.topics)
+            if data.member_id in members:  # only MemberJoined makes a member
+                members[data.member_id] = list(data.topics)
         elif isinstance(data, MemberReplaced):
             old, new = data.old_member_id, data.new_member_id
             if old in members:
                 members[new] = members.pop(old)
             last_owner = {tp: new if m == old else m for tp, m in last_owner.items()}
-            previous = {new if m == old else m: tps for m, tps in previous.items()}
+            if old in previous:  # the new id's own partitions stay its own
+                previous[new] = previous.pop(old) | previous.get(new, set())
         elif isinstance(data, RebalanceStarted):
             starts.append((data.generation, event.at))
         elif isinstance(data, AssignmentCompleted):

@@ -96,12 +96,17 @@ def histories(draw: st.DrawFn, group: str = "g", timeline: str = "recorded") -> 
             members = [m for m in members if m != member]
             datas.append(MemberLeft(member_id=member, reason="leave"))
         elif kind == "replace" and members:
-            old, new = draw(st.sampled_from(members)), next(fresh)
-            members = [new if m == old else m for m in members]
+            # the new id: a fresh one, the old one itself, or another member (a merge)
+            old = draw(st.sampled_from(members))
+            new = draw(st.sampled_from([next(fresh), old, *members]))
+            members = [new if m == old else m for m in members if m != new or m == old]
             datas.append(MemberReplaced(old_member_id=old, new_member_id=new, instance_id="i"))
-        elif kind == "sub" and members:
+        elif kind == "sub":
+            # members, and ids that are not (any more): those stay non-members
             datas.append(
-                SubscriptionChanged(member_id=draw(st.sampled_from(members)), topics=draw(topics))
+                SubscriptionChanged(
+                    member_id=draw(st.sampled_from([*members, "ghost", "m0"])), topics=draw(topics)
+                )
             )
         elif kind == "start":
             datas.append(RebalanceStarted(generation=draw(st.integers(0, 3)), reason="r"))
