@@ -83,7 +83,11 @@ def test_the_ownership_projection_follows_a_merge_and_ignores_a_self_replacement
     replaced = [
         (tp, old, new)
         for tp, old, new, cause in zip(
-            zip(projector.ownership["topic"].to_list(), projector.ownership["partition"].to_list()),
+            zip(
+                projector.ownership["topic"].to_list(),
+                projector.ownership["partition"].to_list(),
+                strict=True,
+            ),
             projector.ownership["previous_owner"].to_list(),
             projector.ownership["owner"].to_list(),
             causes,
