@@ -1,10 +1,10 @@
 """Comparisons of a group's timelines and the HTML report built from the queries.
 
 ``compare`` is the ``compare`` query, plus, when one of the timelines was decided by
-``optimal``, each timeline's churn above that lower bound. ``write_report`` writes one
-self-contained page (plotly.js inlined, nothing fetched) with churn, stickiness and
-imbalance over time per timeline, an ownership heatmap (partition by rebalance) per
-timeline, the rebalance reasons and the compare table.
+``optimal``, each timeline's churn and disruption (churn + unassigned) above it.
+``write_report`` writes one self-contained page (plotly.js inlined, nothing fetched)
+with churn, stickiness and imbalance over time per timeline, an ownership heatmap
+(partition by rebalance) per timeline, the rebalance reasons and the compare table.
 """
 
 from __future__ import annotations
@@ -47,14 +47,18 @@ def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) ->
     if missing:
         raise UsageError(f"timeline {missing[0]!r} of {cluster}/{group} has no rebalance")
     rows = sorted(result.rows, key=lambda row: order[row[0]])
-    churn = result.columns.index("churn")
+    churn, unassigned = (result.columns.index(c) for c in ("churn", "unassigned"))
     strategies = _strategies(store, group, cluster)
-    bounds = [row[churn] for row in rows if strategies.get(row[0]) == "optimal"]
-    if not bounds:
+    optimal = [row for row in rows if strategies.get(row[0]) == "optimal"]
+    if not optimal:
         return Result(result.columns, rows)
+    # Against the best optimal timeline: moves alone, and moves plus partitions left
+    # without an owner (each of those also stops being consumed); see docs/analytics.md.
+    moves = min(row[churn] for row in optimal)
+    disruption = min(row[churn] + row[unassigned] for row in optimal)
     return Result(
-        [*result.columns, "churn_above_optimal"],
-        [(*row, row[churn] - min(bounds)) for row in rows],
+        [*result.columns, "churn_above_optimal", "disruption_above_optimal"],
+        [(*row, row[churn] - moves, row[churn] + row[unassigned] - disruption) for row in rows],
     )
 
 
