@@ -40,15 +40,15 @@ def _case(
     began = time.process_time()
     result = run_scenario(scenario, store=None, timeline="sim/bench", seed=1)
     run = time.process_time() - began
-    states: list[tuple[GroupState, str]] = []
+    requests: list[AssignmentRequest] = []
+    building = 0.0
     state = GroupState()
     for event in result.sim.emitted:
         if isinstance(event.data, AssignmentCompleted) and state.members:
-            states.append((state.copy(), event.data.strategy))
+            began = time.process_time()
+            requests.append(state.to_request(event.data.strategy))
+            building += time.process_time() - began
         state.apply(event)
-    began = time.process_time()
-    requests: list[AssignmentRequest] = [s.to_request(strategy) for s, strategy in states]
-    building = time.process_time() - began
     began = time.process_time()
     for request in requests:
         assign(request)
