@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kstore._errors import UsageError
-from kstore.assignors import assign, get_assignor
+from kstore.assignors import TopicPartition, assign, get_assignor
 from kstore.store.events import (
     AssignmentCompleted,
     Event,
@@ -33,7 +33,10 @@ __all__ = ["ReplayResult", "protocol_of", "replay", "replay_events"]
 
 _COOPERATIVE = frozenset({"cooperative-sticky"})
 _CONSUMER = frozenset({"uniform", "server-range"})
-_BATCH = 200
+_BATCH_EVENTS = 1000
+_BATCH_ENTRIES = 1_000_000
+"""A replay appends its events in batches (one transaction each) of at most this many
+events or, counting each decision's assigned partitions, about this many entries."""
 
 
 def protocol_of(strategy: str) -> Literal["eager", "cooperative", "consumer"]:
@@ -91,6 +94,14 @@ class _Replayer:
         )
         return self._event(source, data, suffix)
 
+    def _took(self, before: dict[str, tuple[TopicPartition, ...]]) -> bool:
+        """Whether the latest decision took a partition from a member that stays."""
+        after = self.state.assignment
+        members = self.state.members
+        return any(
+            not set(after.get(m, ())).issuperset(tps) for m, tps in before.items() if m in members
+        )
+
     def feed(self, source: Event) -> Iterator[Event]:
         data = source.data
         if isinstance(data, RebalanceStarted):
@@ -103,12 +114,7 @@ class _Replayer:
                 self.generation += 1
             before = self.state.assignment
             yield self._decide(source)
-            after = self.state.assignment
-            members = self.state.members
-            taken = any(
-                set(tps) - set(after.get(m, ())) for m, tps in before.items() if m in members
-            )
-            if self.protocol == "cooperative" and taken:
+            if self.protocol == "cooperative" and self._took(before):
                 self.generation += 1
                 self.follow_ups += 1
                 reason = RebalanceStarted(
@@ -148,13 +154,17 @@ def replay(
     started = time.perf_counter()
     replayer = _Replayer(target, strategy)
     batch: list[Event] = []
-    count = 0
+    entries = count = 0
     for stored in store.events(cluster=cluster, group=group, timeline=source):
-        batch.extend(replayer.feed(stored.event))
-        if len(batch) >= _BATCH:
+        for event in replayer.feed(stored.event):
+            batch.append(event)
+            if isinstance(event.data, AssignmentCompleted):
+                entries += sum(map(len, event.data.assignment.values()))
+        if len(batch) >= _BATCH_EVENTS or entries >= _BATCH_ENTRIES:
             store.append(batch)
             count += len(batch)
             batch = []
+            entries = 0
     store.append(batch)
     count += len(batch)
     return ReplayResult(

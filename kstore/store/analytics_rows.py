@@ -32,13 +32,14 @@ Tables (one set of rows per E, keyed by its stream and version):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from itertools import chain
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from kstore.assignors import TopicPartition
 from kstore.store._columns import Column
@@ -70,12 +71,14 @@ class Decision:
     ``owners`` are the assignment's member ids; ``owner[i]`` indexes them. ``pair_first``
     marks the first entry of each (member, partition), ``tp_first`` the first of each
     partition, ``shared`` the entries of partitions given to more than one member.
-    ``previous[i]`` is ``prev(p)`` of the entry's partition (``last_owner`` before E).
+    ``prev[i]`` is ``prev(p)`` of the entry's partition (``last_owner`` before E) as an
+    index into ``people`` (E's owners first, then the other previous owners; -1: none).
     """
 
     def __init__(
         self, assignment: Mapping[str, Any], last_owner: Mapping[TopicPartition, str]
     ) -> None:
+        self.assignment = assignment
         self.owners: list[str] = list(assignment)
         lists = list(assignment.values())
         self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
@@ -83,15 +86,19 @@ class Decision:
         self.owner: _Ints = np.repeat(
             np.arange(len(lists), dtype=np.int64), [len(x) for x in lists]
         )
-        self.members: list[str] = [self.owners[i] for i in self.owner.tolist()]
-        topics = [tp[0] for tp in self.tps]
-        self.topic_names: list[str] = list(dict.fromkeys(topics))
-        tcode = {t: i for i, t in enumerate(self.topic_names)}
-        self.topic: _Ints = np.array([tcode[t] for t in topics], dtype=np.int64)
-        self.number: _Ints = np.array([tp[1] for tp in self.tps], dtype=np.int64)
+        # Codes in order of first appearance, from Arrow's dictionary encoding.
+        topics, numbers = zip(*self.tps, strict=True) if size else ((), ())
+        self.topic_names, self.topic = _encoded(topics)
+        self.number: _Ints = np.array(numbers, dtype=np.int64)
         last = last_owner.get
-        self.previous: list[str | None] = [last(tp) for tp in self.tps]
-        if len(set(self.tps)) == size:  # the usual case: every partition listed once
+        names, codes = _encoded([last(tp) for tp in self.tps])
+        people = {m: i for i, m in enumerate(self.owners)}
+        for name in names:
+            people.setdefault(name, len(people))
+        self.people: list[str] = list(people)
+        self.prev: _Ints = np.array([people[n] for n in names] + [-1], dtype=np.int64)[codes]
+        keys = self.topic * (int(self.number.max()) + 1 if size else 1) + self.number
+        if len(np.unique(keys)) == size:  # the usual case: every partition listed once
             self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
             self.tp_first: _Bools = self.pair_first
             self.shared: _Bools = np.zeros(size, dtype=np.bool_)
@@ -99,7 +106,8 @@ class Decision:
             self.pair_first = np.zeros(size, dtype=np.bool_)
             self.tp_first = np.zeros(size, dtype=np.bool_)
             holders: dict[TopicPartition, set[str]] = {}
-            for i, (member, tp) in enumerate(zip(self.members, self.tps, strict=True)):
+            members = [self.owners[i] for i in self.owner.tolist()]
+            for i, (member, tp) in enumerate(zip(members, self.tps, strict=True)):
                 held = holders.setdefault(tp, set())
                 self.tp_first[i] = not held
                 self.pair_first[i] = member not in held
@@ -109,9 +117,16 @@ class Decision:
 
     def changed(self) -> _Ints:
         """Entries of E's single-owner partitions whose owner is not ``prev(p)``."""
-        code: dict[str | None, int] = {m: i for i, m in enumerate(self.owners)}
-        previous = np.array([code.get(p, -1) for p in self.previous], dtype=np.int64)
-        return np.flatnonzero(self.single & (previous != self.owner))
+        return np.flatnonzero(self.single & (self.prev != self.owner))
+
+
+def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
+    """The distinct values but None, in order of first appearance, and each value's
+    index among them (None: the index one past the last)."""
+    encoded = pa.array(values, type=pa.string()).dictionary_encode()
+    names: list[Any] = encoded.dictionary.to_pylist()
+    codes = encoded.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
+    return names, codes.astype(np.int64)
 
 
 def _counts(codes: _Ints, mask: _Bools, size: int) -> _Ints:
@@ -168,14 +183,13 @@ class AnalyticsRows:
         topic = topic[decision.topic]
         number = decision.number
 
-        # Member codes: E's owners first (so ``decision.owner`` is a code), then the
-        # members at E, then previous owners that are neither.
-        mcode: dict[str | None, int] = {m: i for i, m in enumerate(decision.owners)}
-        for m in chain(members, set(decision.previous)):
-            if m is not None:
-                mcode.setdefault(m, len(mcode))
+        # Member codes: ``decision.people`` (so ``decision.owner`` and ``decision.prev``
+        # are codes), then the members at E that are not among them.
+        mcode: dict[str, int] = {m: i for i, m in enumerate(decision.people)}
+        for m in members:
+            mcode.setdefault(m, len(mcode))
         owner = decision.owner
-        prev: _Ints = np.array([mcode.get(p, -1) for p in decision.previous], dtype=np.int64)
+        prev = decision.prev
         # eligible[m, t]: m is a member at E and subscribes to t
         eligible = np.zeros((len(mcode), width), dtype=np.bool_)
         for m, ts in subscribed.items():
@@ -236,7 +250,7 @@ class AnalyticsRows:
         self._add(
             "kstore_double_assignments",
             key,
-            [(*tps[i], decision.members[i]) for i in doubled],
+            [(*tps[i], decision.owners[decision.owner[i]]) for i in doubled],
         )
         self._add("kstore_revocations", key, [(m, *tp) for m, tp in revoked])
 
@@ -245,12 +259,9 @@ def _revoked(
     previous: Mapping[str, tuple[TopicPartition, ...]], decision: Decision
 ) -> list[tuple[str, TopicPartition]]:
     """(member, partition) pairs of ``previous`` that E does not give that member."""
-    if not decision.shared.any():
-        given = dict(zip(decision.tps, decision.members, strict=True)).get
-        return [
-            (m, tp) for m, tps in previous.items() for tp in dict.fromkeys(tps) if given(tp) != m
-        ]
-    pairs = set(zip(decision.members, decision.tps, strict=True))
-    return [
-        (m, tp) for m, tps in previous.items() for tp in dict.fromkeys(tps) if (m, tp) not in pairs
-    ]
+    out: list[tuple[str, TopicPartition]] = []
+    for m, tps in previous.items():
+        kept = set(decision.assignment.get(m, ()))
+        if not kept.issuperset(tps):
+            out.extend((m, tp) for tp in dict.fromkeys(tps) if tp not in kept)
+    return out

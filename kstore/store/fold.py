@@ -195,10 +195,13 @@ class GroupState:
         ``owned`` is the member's part of the latest ``AssignmentCompleted`` and
         ``generation`` that event's generation (``None`` for a member it did not name).
         """
+        # Built without validation: every value comes from validated events, and
+        # checking 10,000 owned partitions again would cost as much as assigning them.
+        # ``assign`` still checks the strategy.
         members = {}
         for member_id, member in self.members.items():
             owned = self.assignment.get(member_id)
-            members[member_id] = MemberSubscription(
+            members[member_id] = MemberSubscription.model_construct(
                 topics=list(member.topics),
                 owned=list(owned) if owned is not None else [],
                 generation=self.generation if owned is not None else None,
@@ -206,7 +209,7 @@ class GroupState:
                 instance_id=member.instance_id,
             )
         racks = {t: [list(r) for r in racks] for t, racks in self.topic_racks.items()}
-        return AssignmentRequest(
+        return AssignmentRequest.model_construct(
             strategy=strategy,
             topics=dict(self.topics),
             partition_racks=racks or None,

@@ -130,7 +130,7 @@ class Projector:
             columns = self.ownership
             columns["topic"].coded(decision.topic[changed], decision.topic_names)
             columns["partition"].numbers(decision.number[changed])
-            columns["previous_owner"].extend([decision.previous[i] for i in changed.tolist()])
+            columns["previous_owner"].coded(decision.prev[changed], decision.people)
             columns["owner"].coded(decision.owner[changed], decision.owners)
         head.last_owner.update(zip(tps, owners, strict=True))
 
