@@ -155,7 +155,9 @@ def replay(
     replayer = _Replayer(target, strategy)
     batch: list[Event] = []
     entries = count = 0
-    for stored in store.events(cluster=cluster, group=group, timeline=source):
+    # The replay decides every assignment itself: the source's are not read.
+    source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
+    for stored in source_events:
         for event in replayer.feed(stored.event):
             batch.append(event)
             if isinstance(event.data, AssignmentCompleted):

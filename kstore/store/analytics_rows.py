@@ -97,8 +97,8 @@ class Decision:
             people.setdefault(name, len(people))
         self.people: list[str] = list(people)
         self.prev: _Ints = np.array([people[n] for n in names] + [-1], dtype=np.int64)[codes]
-        keys = self.topic * (int(self.number.max()) + 1 if size else 1) + self.number
-        if len(np.unique(keys)) == size:  # the usual case: every partition listed once
+        keys = np.sort(self.topic * (int(self.number.max()) + 1 if size else 1) + self.number)
+        if (keys[1:] != keys[:-1]).all():  # the usual case: every partition listed once
             self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
             self.tp_first: _Bools = self.pair_first
             self.shared: _Bools = np.zeros(size, dtype=np.bool_)

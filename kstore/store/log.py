@@ -169,8 +169,10 @@ def _stored(row: Sequence[Any]) -> StoredEvent:
         "timeline": timeline,
         "at": _aware(at, offset),
     }
-    # pydantic's parser: several times json's speed on big data
-    event = parse_stored_event(envelope, kind, from_json(data), schema)
+    raw = from_json(data)  # pydantic's parser: several times json's speed on big data
+    if kind == "AssignmentCompleted" and "assignment" not in raw:
+        raw["assignment"] = {}  # read by ``events(assignments=False)``
+    event = parse_stored_event(envelope, kind, raw, schema)
     return StoredEvent(position, version, event)
 
 
@@ -588,11 +590,15 @@ class Store:
         from_version: int | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        assignments: bool = True,
     ) -> Iterator[StoredEvent]:
         """Stored events in log order, filtered; read in pages, each in its own window.
 
         ``since``/``until`` bound ``at`` (inclusive); ``from_version`` keeps events of
-        that stream version and later.
+        that stream version and later. ``assignments=False`` reads every
+        ``AssignmentCompleted`` with an empty ``assignment`` (its other fields as
+        stored), for readers that need only when one happened, such as a replay: a
+        big group's partitions are then neither fetched nor parsed.
         """
         where: list[str] = ["position > ?"]
         params: list[Any] = []
@@ -609,8 +615,14 @@ class Store:
         if until is not None:
             where.append('"at" <= ?')
             params.append(_utc(until)[0])
+        columns = _cols(_EVENT_COLUMNS)
+        if not assignments:
+            columns = columns.removesuffix(_q("data")) + (
+                "CASE WHEN type = 'AssignmentCompleted' "
+                """THEN json_merge_patch(data, '{"assignment": null}') ELSE data END"""
+            )
         sql = (
-            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE {' AND '.join(where)} "
+            f"SELECT {columns} FROM kstore_events WHERE {' AND '.join(where)} "
             "ORDER BY position LIMIT ?"
         )
         after = 0
