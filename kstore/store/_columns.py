@@ -57,7 +57,13 @@ class Column:
         self._add(chunk, len(chunk))
 
     def repeat(self, value: Any, count: int) -> None:
-        self._add(_Run(value, count), count)
+        last = self._chunks[-1] if self._chunks else None
+        if isinstance(last, _Run) and type(last.value) is type(value) and last.value == value:
+            # One run for a whole batch's stream key: far fewer arrays to concatenate.
+            self._chunks[-1] = _Run(value, last.count + count)
+            self._size += count
+        else:
+            self._add(_Run(value, count), count)
 
     def numbers(self, values: npt.NDArray[np.int64]) -> None:
         self._add(values, len(values))

@@ -10,6 +10,7 @@ Arrow tables.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -207,6 +208,20 @@ class _Conn:
             self.run(f"{verb} INTO {table} ({names}) SELECT {names} FROM _kstore_batch")
 
 
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Collection paused: building a big batch's rows allocates many small objects that
+    all live until the insert, and generational collections over them would cost about a
+    quarter of the Python time, finding nothing to free."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _stream_where(stream: StreamId) -> tuple[str, list[Any]]:
     return "cluster = ? AND group_id = ? AND timeline = ?", list(stream)
 
@@ -364,7 +379,8 @@ class Store:
             for (event_id,) in present:
                 del unique[event_id]
             if unique:
-                heads = self._write_batch(conn, list(unique.values()), expected_version)
+                with _no_gc():
+                    heads = self._write_batch(conn, list(unique.values()), expected_version)
         if unique:
             self._heads.update(heads)
         return AppendResult(len(unique), len(present))
