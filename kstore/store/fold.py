@@ -208,7 +208,13 @@ class GroupState:
                 rack=member.rack,
                 instance_id=member.instance_id,
             )
-        racks = {t: [list(r) for r in racks] for t, racks in self.topic_racks.items()}
+        # A recorded placement can list more partitions than the topic has now (an odd
+        # fact, stored as it was); the contract wants one entry per existing partition.
+        racks = {
+            t: [list(r) for r in racks[: self.topics[t]]]
+            for t, racks in self.topic_racks.items()
+            if t in self.topics
+        }
         return AssignmentRequest.model_construct(
             strategy=strategy,
             topics=dict(self.topics),
