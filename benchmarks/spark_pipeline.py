@@ -13,10 +13,13 @@ A generated fleet (``_fleet``: groups x 50 rebalances) goes into a store, which
 Figures are recorded rebalances (``AssignmentCompleted`` of the source) per second, and
 how each path's time grows from the small fleet to the large one (10x the groups). The
 Spark session's start (once) is reported apart. ``quick``: 30 and 300 groups x 10.
+``KSTORE_BENCH_GROUPS=1000,3000`` (two sizes, small then large) measures other fleets
+than the full 1,000 and 10,000 (x 50 rebalances).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -100,6 +103,9 @@ def _measure(spark: Any, folder: Path, groups: int, rebalances: int) -> dict[str
 
 def main(quick: bool = False) -> None:
     sizes, rebalances = ((30, 300), 10) if quick else ((1_000, 10_000), 50)
+    if chosen := os.environ.get("KSTORE_BENCH_GROUPS"):
+        first, second = (int(size) for size in chosen.split(","))
+        sizes = (first, second)
     console = Console()
     started = time.perf_counter()
     spark = build_session(

@@ -18,6 +18,9 @@ DEFAULTS: dict[str, str] = {
     # A group or cluster named "007" must stay a string when read back from a path.
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # The per-stream tasks turn each Arrow batch into Python objects: small batches keep
+    # a Python worker's memory to a few streams' worth, whatever a partition holds.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
     "spark.ui.showConsoleProgress": "true",
 }
 """kstore's settings; a ``--conf`` of the same key wins."""
