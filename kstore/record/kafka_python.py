@@ -20,6 +20,12 @@ partition counts, and the ``AssignmentCompleted``. Its events are diffed against
 store's fold of the group's ``recorded`` stream, so a new leader after a crash goes on
 where the old one stopped, and ids are deterministic. A recording failure is logged and
 never breaks the consumer.
+
+The store is written on a thread of the assignor's own, in order, one generation after
+another: ``on_assignment`` runs on kafka-python's network loop, which also sends the
+heartbeats, and a slow or busy store (its lock is waited for up to
+``KSTORE_LOCK_TIMEOUT``) would otherwise hold them back until the coordinator expels the
+leader. ``flush()`` waits for what was handed over; a normal interpreter exit does too.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,6 +78,8 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self.generation = -1
         self._pending: DescribedGroup | None = None
         self._partition_counts: dict[str, int] = {}
+        self._writer: ThreadPoolExecutor | None = None
+        self._written: Future[None] | None = None
 
     @property
     def name(self) -> str:
@@ -167,23 +176,32 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         pending, self._pending = self._pending, None
         if pending is None or self.store is None:
             return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="kstore-record")
+        self._written = self._writer.submit(
+            self._record, self.store, pending, self._partition_counts, generation, datetime.now(UTC)
+        )
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every generation handed over so far is recorded (or its failure logged)."""
+        if self._written is not None:
+            self._written.result(timeout)
+
+    def _record(
+        self,
+        store: Store,
+        group: DescribedGroup,
+        partition_counts: dict[str, int],
+        generation: int,
+        at: datetime,
+    ) -> None:
         try:
-            self._record(pending, generation)
+            state = recorded_state(store, self.cluster, self.group)
+            events = diff(group, state, partition_counts, at, self.cluster, generation=generation)
+            result = store.append(events)
         except Exception:
             log.exception("could not record generation %d of %s", generation, self.group)
-
-    def _record(self, group: DescribedGroup, generation: int) -> None:
-        assert self.store is not None
-        state = recorded_state(self.store, self.cluster, self.group)
-        events = diff(
-            group,
-            state,
-            self._partition_counts,
-            datetime.now(UTC),
-            self.cluster,
-            generation=generation,
-        )
-        result = self.store.append(events)
+            return
         log.info(
             "recorded generation %d of %s: %d events (%d new)",
             generation,

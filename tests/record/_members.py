@@ -3,8 +3,8 @@
     python -m tests.record._members kafka-python BOOTSTRAP GROUP STRATEGY TOPICS STORE OUT [NEXT]
     python -m tests.record._members confluent BOOTSTRAP GROUP STRATEGY TOPICS REPORTS OUT [NEXT]
 
-It joins GROUP subscribed to TOPICS (comma-separated) and, whenever its assignment is
-settled for a generation, writes what it holds as one JSON line to OUT:
+It joins GROUP subscribed to TOPICS (comma-separated) and, for every generation it
+completes, writes what it then holds as one JSON line to OUT:
 {"member": id, "generation": g, "partitions": [[t, p], ...]}. SIGUSR1 switches its
 subscription to NEXT; SIGTERM makes it leave the group cleanly (close); SIGKILL is a
 crash. Metadata is refreshed every second, so a topic gaining partitions is noticed
@@ -14,6 +14,7 @@ quickly.
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sys
 import threading
@@ -30,6 +31,42 @@ def _writer(out: Path) -> Any:
     return write
 
 
+def _finish_joins_in_flight(consumer: Any) -> None:
+    """Make kafka-python 3.0.12 finish every rebalance it starts, as Java's client does.
+
+    Its ``poll()`` leaves a JoinGroup/SyncGroup attempt in flight when it times out, and
+    loses it in two ways: (1) when only the consumer itself asked for the rebalance (its
+    subscription changed, or as leader it saw a topic's partitions change),
+    ``need_rejoin()`` turns false once the JoinGroup is sent (or the leader has
+    assigned), so later polls never collect the answer; (2) an attempt that finished
+    between two polls is dropped and a new JoinGroup sent. In (1) the member keeps its
+    heartbeats off and is expelled a session timeout later; in (2) the leader's second
+    SyncGroup may be ignored by a group already stable, so what it recorded is not what
+    the members got. Java counts a join in flight as still needing one
+    (``rejoinNeededOrPending``) and applies a finished attempt's answer; so does this.
+    """
+    coordinator = consumer._coordinator
+    needs_rejoin = coordinator.need_rejoin
+    join_and_sync = coordinator._do_join_and_sync_async
+    join_complete = coordinator._on_join_complete_async
+    uncollected: list[Any] = []
+
+    async def join_and_sync_once() -> Any:
+        if uncollected:
+            return uncollected.pop()
+        answer = await join_and_sync()
+        uncollected.append(answer)
+        return answer
+
+    async def collected(*args: Any) -> None:
+        uncollected.clear()
+        await join_complete(*args)
+
+    coordinator.need_rejoin = lambda: coordinator.rejoining or needs_rejoin()
+    coordinator._do_join_and_sync_async = join_and_sync_once
+    coordinator._on_join_complete_async = collected
+
+
 def kafka_python(
     bootstrap: str,
     group: str,
@@ -42,7 +79,6 @@ def kafka_python(
     following: list[str],
 ) -> None:
     from kafka import KafkaConsumer
-    from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
     from kstore.record.kafka_python import recording_assignor
 
@@ -57,30 +93,25 @@ def kafka_python(
         metadata_max_age_ms=1000,
         enable_auto_commit=False,
     )
+    _finish_joins_in_flight(consumer)
 
-    def settled() -> None:
-        generation = consumer._coordinator._generation
-        if generation.generation_id < 0:  # leaving: out of the group already
-            return
+    coordinator = consumer._coordinator
+    join_complete = coordinator._on_join_complete_async
+
+    async def reported(*args: Any) -> None:
+        # Every completed generation, also one that left this member's partitions alone
+        # (a cooperative rebalance calls no listener then).
+        await join_complete(*args)
+        generation = coordinator._generation
         held = [(tp.topic, tp.partition) for tp in consumer.assignment()]
         write(generation.member_id, generation.generation_id, held)
 
-    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-        def on_partitions_revoked(self, revoked: Any) -> None:
-            # Settled only when the revoked partitions are gone already (a cooperative
-            # generation's revocation); before a join they are still held.
-            if not set(revoked) & set(consumer.assignment()):
-                settled()
-
-        def on_partitions_assigned(self, assigned: Any) -> None:
-            settled()
-
-    listener = Listener()
-    consumer.subscribe(topics, listener=listener)
+    coordinator._on_join_complete_async = reported
+    consumer.subscribe(topics)
     while not stop.is_set():
         if switch.is_set():
             switch.clear()
-            consumer.subscribe(following, listener=listener)
+            consumer.subscribe(following)
         consumer.poll(timeout_ms=200)
     consumer.close()
 
@@ -130,6 +161,11 @@ def confluent(
 
 
 def main() -> None:
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
+    )
+    for name in ("kafka.coordinator", "kstore.record"):
+        logging.getLogger(name).setLevel(logging.INFO)
     kind, bootstrap, group, strategy, topics, target, out = sys.argv[1:8]
     following = sys.argv[8].split(",") if len(sys.argv) > 8 else []
     stop, switch = threading.Event(), threading.Event()

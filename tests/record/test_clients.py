@@ -14,6 +14,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from kstore.assignors import assign
 from kstore.record.kafka_python import recording_assignor
 from kstore.store import fold
+from kstore.store._lock import store_lock
 from kstore.store.log import Store
 
 
@@ -92,6 +93,8 @@ def test_the_leader_records_its_generation_once(store: Store) -> None:
     leader.on_assignment(answer["m-1"], 3)
     follower = recording_assignor("range", store, "g", cluster="prod")
     follower.on_assignment(answer["m-2"], 3)  # not the leader: records nothing
+    leader.flush(30)
+    follower.flush(30)
     events = [s.event for s in store.events()]
     assert [e.type for e in events].count("AssignmentCompleted") == 1
     state = fold(events)
@@ -101,3 +104,21 @@ def test_the_leader_records_its_generation_once(store: Store) -> None:
     # The replay of the recorded state with the same strategy gives the same assignment.
     replay = assign(fold(events[:-1]).to_request("range")).assignment
     assert {m: sorted(tps) for m, tps in replay.items()} == owners(answer)
+
+
+def test_a_busy_store_does_not_hold_up_the_consumer(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """on_assignment runs on kafka-python's network loop, which sends the heartbeats: it
+    returns while another process holds the store, and the record follows once it is free."""
+    monkeypatch.setenv("KSTORE_LOCK_TIMEOUT", "30")
+    leader = recording_assignor("range", store, "g")
+    answer = leader.assign(Cluster({"t": 4}), INTERLEAVED)
+    with store_lock(store.path, exclusive=True):
+        leader.on_assignment(answer["m-1"], 1)
+        leader.assign(Cluster({"t": 4}), INTERLEAVED[:2])
+        leader.on_assignment(answer["m-1"], 2)
+    leader.flush(60)
+    done = [s.event.data.to_dict() for s in store.events() if s.event.type == "AssignmentCompleted"]
+    assert [d["generation"] for d in done] == [1, 2]  # in order, none lost
+    assert sorted(done[-1]["assignment"]) == ["m-1", "m-2"]
