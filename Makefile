@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	command -v chromium >/dev/null || apt-get install -y chromium
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: $(STAMP)
