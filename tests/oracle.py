@@ -19,7 +19,7 @@ from kstore.assignors import AssignmentResult, assign, validate_request
 
 GOLDEN = Path(__file__).parent / "golden"
 
-__all__ = ["GOLDEN", "Golden", "golden", "expected_result", "validate_all"]
+__all__ = ["GOLDEN", "Golden", "expected_result", "golden", "validate_all"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""Spark test fixtures: one local session per test module (a session takes 6-9 s to start)."""
+"""Spark test fixtures: one local session per test process, shared by the modules.
+
+A session takes 6-9 s to start and its first jobs pay the JVM's warm-up (a minute on a
+busy machine), so it is made once; the Spark modules share an xdist group, so they run
+in the same worker.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     session = build_session("local[2]", SETTINGS, app_name="kstore-tests")
     yield session
