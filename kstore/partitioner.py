@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from kstore._java import murmur2, to_positive
 
 __all__ = [
-    "partition_for_key",
     "RoundRobinPartitioner",
     "StickyPartitioner",
+    "partition_for_key",
 ]
 
 

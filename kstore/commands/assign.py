@@ -10,7 +10,7 @@ from kstore.assignors import ContractError, assign, parse_requests, validate_req
 from kstore.partitioner import partition_for_key
 from kstore.protocol.find_coordinator import coordinator_partition
 
-__all__ = ["assign_requests", "print_partition", "print_coordinator"]
+__all__ = ["assign_requests", "print_coordinator", "print_partition"]
 
 
 def _read(file: str) -> str:
