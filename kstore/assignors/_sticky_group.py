@@ -16,16 +16,14 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 
 import numpy as np
-import numpy.typing as npt
 
 from kstore._java import hash_order, string_hash, string_order_key, to_int32
+from kstore.assignors._claims import Claims, settle_claims
 from kstore.assignors._contract import AssignmentRequest
 
 __all__ = ["NO_RACK", "Claims", "RackInfo", "StickyGroup", "build_group"]
 
 NO_RACK = -1
-
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass
@@ -47,22 +45,6 @@ class RackInfo:
     def mismatch(self, member: int, pid: int) -> bool:
         rack = self.member_rack[member]
         return rack != NO_RACK and rack not in self.rack_sets[self.partition_rack_set[pid]]
-
-
-@dataclass
-class Claims:
-    """Partitions claimed by members, flat: ``pid[i]`` is claimed by ``member[i]``, in
-    member order and, within a member, in the order of its owned list."""
-
-    pid: IntArray
-    member: IntArray
-    members: int
-
-    def by_member(self) -> list[list[int]]:
-        split: list[list[int]] = [[] for _ in range(self.members)]
-        for pid, member in zip(self.pid.tolist(), self.member.tolist(), strict=True):
-            split[member].append(pid)
-        return split
 
 
 @dataclass
@@ -141,40 +123,6 @@ def _owned_claims(
     return Claims(pid[known], member[known], len(lists))
 
 
-def _settle_claims(owned: Claims, generation: list[int], total: int) -> tuple[Claims, set[int]]:
-    """The claims still valid, and the partitions lost to a same-generation tie."""
-    if not len(owned.pid):
-        return owned, set()
-    contested = np.flatnonzero(np.bincount(owned.pid, minlength=total) > 1)
-    if not len(contested):
-        return owned, set()
-    in_dispute = np.isin(owned.pid, contested)
-    last_claimant: dict[int, int] = {}
-    holder: dict[int, int] = {}
-    tied: set[int] = set()
-    disputed = np.flatnonzero(in_dispute)
-    for pid, member in zip(
-        owned.pid[disputed].tolist(), owned.member[disputed].tolist(), strict=True
-    ):
-        other = last_claimant.get(pid)
-        if other is None or generation[member] > generation[other]:
-            holder[pid] = member
-            last_claimant[pid] = member
-        elif generation[member] == generation[other]:
-            tied.add(pid)
-            holder.pop(pid, None)
-            last_claimant[pid] = member
-    keep = ~in_dispute
-    for i, pid, member in zip(
-        disputed.tolist(),
-        owned.pid[disputed].tolist(),
-        owned.member[disputed].tolist(),
-        strict=True,
-    ):
-        keep[i] = holder.get(pid) == member
-    return Claims(owned.pid[keep], owned.member[keep], owned.members), tied
-
-
 def _rack_info(
     request: AssignmentRequest,
     member_ids: list[str],
@@ -247,7 +195,7 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
     generation = [-1 if g is None else g for g in (subs[m].generation for m in member_ids)]
     topic_lists = [subs[m].topics for m in member_ids]
     owned = _owned_claims(request, member_ids, offset_of)
-    claims, tied = _settle_claims(owned, generation, total)
+    claims, tied = settle_claims(owned, generation, total)
     return StickyGroup(
         member_ids=member_ids,
         name_rank=name_rank,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from itertools import repeat
 
 from kstore._java import hash_order, string_order_key, uuid_hash
+from kstore.assignors._claims import Claims, settle_claims
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult, TopicPartition
 
 __all__ = ["TopicPartitions", "UniformGroup", "build_group", "to_result", "topic_hash"]
@@ -104,7 +105,9 @@ def build_group(request: AssignmentRequest) -> UniformGroup:
         claimed.update(slots)
     if len(claimed) < sum(map(len, owned)):
         generations = [_NO_GENERATION if s.generation is None else s.generation for s in specs]
-        _settle_claims(owned, generations)
+        total = offsets[-1] + counts[-1]
+        kept, _ties = settle_claims(Claims.from_lists(owned), generations, total)
+        owned = kept.by_member()
         claimed = set().union(*owned)
 
     return UniformGroup(
@@ -118,26 +121,6 @@ def build_group(request: AssignmentRequest) -> UniformGroup:
         claimed=claimed,
         homogeneous=bool(specs) and _is_homogeneous(request),
     )
-
-
-def _settle_claims(owned: list[list[int]], generations: list[int]) -> None:
-    """A slot claimed by several members stays with the strictly highest generation and
-    is dropped by every claimant on a tie (the contract's rule)."""
-    claimants: dict[int, list[int]] = {}
-    for member, slots in enumerate(owned):
-        for slot in slots:
-            claimants.setdefault(slot, []).append(member)
-    losers: dict[int, set[int]] = {}
-    for slot, members in claimants.items():
-        if len(members) == 1:
-            continue
-        top = max(generations[m] for m in members)
-        winners = [m for m in members if generations[m] == top]
-        for member in members:
-            if len(winners) > 1 or member != winners[0]:
-                losers.setdefault(member, set()).add(slot)
-    for member, lost in losers.items():
-        owned[member] = [slot for slot in owned[member] if slot not in lost]
 
 
 def to_result(
