@@ -276,6 +276,13 @@ class HashSetOrder(Generic[K]):
                 return key
             heapq.heappop(heap)
 
+    def signature(self) -> tuple[int, tuple[K, ...]]:
+        """The table size and iteration order: all that decides the set's future answers."""
+        mask = self._capacity - 1
+        hashes = self._hashes
+        order = sorted((spread(hashes[k]) & mask, t, k) for k, t in self._tickets.items())
+        return self._capacity, tuple(k for _, _, k in order)
+
     def _rebuild(self) -> None:
         mask = self._capacity - 1
         hashes = self._hashes

@@ -54,6 +54,8 @@ class ReplayResult:
     follow_ups: int
     seconds: float
     assignor_seconds: float
+    warnings: tuple[str, ...] = ()
+    """The assignor's warnings, each with the replay's generation it came at."""
 
 
 class _Replayer:
@@ -66,6 +68,7 @@ class _Replayer:
         self.rebalances = 0
         self.follow_ups = 0
         self.assignor_seconds = 0.0
+        self.warnings: list[str] = []
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
         event = Event(
@@ -84,6 +87,7 @@ class _Replayer:
         started = time.perf_counter()
         result = assign(request)
         self.assignor_seconds += time.perf_counter() - started
+        self.warnings.extend(f"generation {self.generation}: {w}" for w in result.warnings)
         self.rebalances += 1
         # The assignor's result is validated already: building the event does not check it again.
         data = AssignmentCompleted.model_construct(
@@ -176,4 +180,5 @@ def replay(
         replayer.follow_ups,
         time.perf_counter() - started,
         replayer.assignor_seconds,
+        tuple(replayer.warnings),
     )

@@ -14,10 +14,18 @@ balanced?", "who is least loaded?"); here lazily refreshed heaps per topic answe
 
 Partition movements keep Kafka's ``HashSet`` order (``HashSetOrder``): when a partition
 would move back along a pair of members, Kafka moves the set's first element instead.
+
+That substitution can make Kafka's balancing loop run forever (quirk 4 in
+docs/assignors/sticky.md): a partition swapped in for another moves from a member that is
+not the heaviest, and a later step of the same pass moves it back. The loop is
+deterministic, so it never ends exactly when a pass ends in a state (owners and movement
+records, ``HashSet`` order included) that an earlier pass ended in; ``_Passes`` watches
+for that and stops there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +52,8 @@ class KafkaWouldThrow(Exception):
 class GeneralResult:
     owner: npt.NDArray[np.int64]
     hash_sets_treeified: bool
+    looping: list[tuple[int, int, int]]
+    """Where Kafka never returns (quirk 4): the moves (pid, from, to) of a repeating pass."""
 
 
 class _Movements:
@@ -79,6 +89,16 @@ class _Movements:
                 del self.by_topic[topic]
         if record[0] != new:
             self._add(pid, topic, (record[0], new))
+
+    def signature(self) -> bytes:
+        """Every movement record with its set's ``HashSet`` order, as bytes."""
+        return repr(
+            sorted(
+                (topic, pair, moved.signature())
+                for topic, pairs in self.by_topic.items()
+                for pair, moved in pairs.items()
+            )
+        ).encode()
 
     def _add(self, pid: int, topic: int, pair: tuple[int, int]) -> None:
         self.records[pid] = pair
@@ -244,6 +264,31 @@ class _Balance:
                 heapq.heappush(self._ready[t], ready)
 
 
+class _Looping(Exception):
+    """Kafka's balancing loop would run forever from here (quirk 4)."""
+
+    def __init__(self, moves: list[tuple[int, int, int]]) -> None:
+        super().__init__(moves)
+        self.moves = moves
+
+
+class _Passes:
+    """The states the passes of one balancing loop ended in (digests of them)."""
+
+    def __init__(self) -> None:
+        self._seen: set[bytes] = set()
+
+    def ended(self, owner: list[int], movements: _Movements) -> bool:
+        """Record a pass's end; whether an earlier pass ended in the same state."""
+        digest = hashlib.blake2b(np.asarray(owner, dtype=np.int64).tobytes(), digest_size=32)
+        digest.update(movements.signature())
+        key = digest.digest()
+        if key in self._seen:
+            return True
+        self._seen.add(key)
+        return False
+
+
 def _balance_score(loads: list[int]) -> int:
     ordered = sorted(loads)
     n = len(ordered)
@@ -336,8 +381,11 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
         [t for t in range(len(group.topics)) if movable_topic[t]],
     )
 
+    moves: list[tuple[int, int, int]] = []
+
     def process_move(pid: int, new: int) -> None:
         old = owner[pid]
+        moves.append((pid, old, new))
         topic = topic_of[pid]
         movements.move(pid, topic, old, new)
         owner[pid] = new
@@ -354,8 +402,10 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     def perform(partitions: list[int]) -> bool:
         performed = False
         modified = True
+        passes = _Passes()
         while modified:
             modified = False
+            moves.clear()
             for pid in partitions:
                 if balance.balanced():
                     break
@@ -372,18 +422,26 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
                 if entry[0] < load[current] - 1:
                     reassign(pid, entry[2])
                     performed = modified = True
+            if modified and passes.ended(owner, movements):
+                raise _Looping(list(moves))
         return performed
 
-    if not revocation_required:
-        perform(unassigned)
-    performed = perform(sorted_all)
+    looping: list[tuple[int, int, int]] = []
+    try:
+        if not revocation_required:
+            perform(unassigned)
+        performed = perform(sorted_all)
+    except _Looping as loop:
+        # Kafka never gets past this; kstore finishes from where the loop repeats.
+        looping = loop.moves
+        performed = True
     if (
         not initializing
         and performed
         and _balance_score([load[m] for m in participants]) >= before_score
     ):
         owner = before_owner
-    return GeneralResult(np.asarray(owner, dtype=np.int64), movements.treeified)
+    return GeneralResult(np.asarray(owner, dtype=np.int64), movements.treeified, looping)
 
 
 def _assign_rack_matched(

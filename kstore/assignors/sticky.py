@@ -58,6 +58,8 @@ class StickyAssignor:
             except KafkaWouldThrow as crash:
                 warnings.append(self._crash_warning(group, crash))
                 general = general_assign(group, kafka_claims=False)
+            if general.looping:
+                warnings.append(self._loop_warning(group, general.looping))
             if general.hash_sets_treeified:
                 warnings.append(
                     f"{self.name}: a partition-movement HashSet grew a tree bin, whose "
@@ -78,6 +80,23 @@ class StickyAssignor:
             f"member {group.member_ids[crash.claimant]!r} claims {group.topics[topic]}-"
             f"{partition} from an older generation but takes no part in reassignment; "
             "kstore ignored older-generation claims outside the claimant's subscription"
+        )
+
+    def _loop_warning(self, group: StickyGroup, moves: list[tuple[int, int, int]]) -> str:
+        def name(pid: int) -> str:
+            topic = group.topic_of(pid)
+            return f"{group.topics[topic]}-{pid - group.offsets[topic]}"
+
+        members = group.member_ids
+        shown = ", ".join(
+            f"{name(pid)} {members[old]!r} -> {members[new]!r}" for pid, old, new in moves[:4]
+        )
+        more = f" and {len(moves) - 4} more" if len(moves) > 4 else ""
+        return (
+            f"{self.name}: Kafka's assignor never returns on this request: its balancing "
+            f"loop repeats the same moves forever ({shown}{more}); kstore stopped where the "
+            "loop repeats and kept its moves only if they improved the balance, as Kafka "
+            "decides after balancing"
         )
 
 

@@ -127,6 +127,8 @@ def replay_group(
         f"({done.follow_ups} follow-up rounds), {rate:.1f} rebalances/s "
         f"(assignor {done.assignor_seconds:.3f} s of {done.seconds:.3f} s)"
     )
+    for warning in done.warnings:
+        print(f"kstore: warning: {cluster}/{group} {warning}", file=sys.stderr)
 
 
 def _timelines(store: Store, group: str, cluster: str, given: str | None) -> list[str]:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from benchmarks._fleet import group_events
 from kstore._errors import UsageError
 from kstore.analytics.replay import replay
 from kstore.assignors import assign
@@ -92,3 +93,14 @@ def test_a_replay_never_overwrites_a_timeline(store: Store) -> None:
         replay(store, group="g", strategy="range", timeline="mine")
     with pytest.raises(UsageError, match="no stream"):
         replay(store, group="nope", strategy="range")
+
+
+def test_a_replay_reports_the_assignors_warnings(store: Store) -> None:
+    """The fleet's group g00815 leads sticky to a request Kafka never returns from
+    (quirk 4 in docs/assignors/sticky.md): the replay finishes and says where."""
+    store.append(list(group_events("g00815", 50, seed=7, cluster="eu")))
+    done = replay(store, group="g00815", cluster="eu", strategy="sticky")
+    assert done.rebalances == 50
+    assert len(done.warnings) == 1
+    assert done.warnings[0].startswith("generation ")
+    assert "never returns" in done.warnings[0]
