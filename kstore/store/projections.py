@@ -60,11 +60,14 @@ def _columns(names: tuple[str, ...]) -> dict[str, Column]:
 class Projector:
     """Collects projection rows as columns (``Column``: Arrow-ready), per table.
 
-    With ``keep=False`` it only advances heads (loading a stream's head from the log).
+    With ``keep=False`` it only advances heads (loading a stream's head from the log);
+    with ``analytics_only`` it keeps the analytics rows but not the assignment and
+    ownership rows (Spark's metrics need only those).
     """
 
-    def __init__(self, keep: bool = True) -> None:
+    def __init__(self, keep: bool = True, *, analytics_only: bool = False) -> None:
         self.keep = keep
+        self._log_rows = keep and not analytics_only
         self.assignments = _columns(ASSIGNMENT_COLUMNS)
         self.ownership = _columns(OWNERSHIP_COLUMNS)
         self.analytics = AnalyticsRows()
@@ -85,8 +88,9 @@ class Projector:
         data = event.data
         if isinstance(data, AssignmentCompleted):
             decision = Decision(data.assignment, head.last_owner)
-            if self.keep:
+            if self._log_rows:
                 self._assignment(state, data, decision)
+            if self.keep:
                 self.analytics.assignment(state, data, at_utc, previous, decision)
             self._decided(head, decision, at_utc)
         elif isinstance(data, MemberReplaced):
@@ -125,7 +129,7 @@ class Projector:
         changed = decision.changed()
         tps = [decision.tps[i] for i in changed.tolist()]
         owners = [decision.owners[i] for i in decision.owner[changed].tolist()]
-        if self.keep:
+        if self._log_rows:
             self._ownership(head.state, len(tps), at_utc, "AssignmentCompleted")
             columns = self.ownership
             columns["topic"].coded(decision.topic[changed], decision.topic_names)
@@ -137,7 +141,7 @@ class Projector:
     def _replaced(
         self, head: StreamHead, tps: list[TopicPartition], old: str, new: str, at_utc: datetime
     ) -> None:
-        if self.keep:
+        if self._log_rows:
             self._ownership(head.state, len(tps), at_utc, "MemberReplaced")
             columns = self.ownership
             columns["topic"].extend([tp[0] for tp in tps])

@@ -12,7 +12,7 @@ from benchmarks._fleet import fleet
 from kstore.analytics import run_query
 from kstore.spark._export import export_store
 from kstore.spark._frames import read_log
-from kstore.spark._metrics import METRIC_COLUMNS, WINDOW_COLUMNS, compute_metrics, summarise
+from kstore.spark._metrics import METRIC_COLUMNS, WINDOW_COLUMNS, metrics_of, summarise
 from kstore.store import Event
 from kstore.store.log import Store
 from tests.spark.metrics_contract import MetricsContract, comparable
@@ -31,8 +31,8 @@ class TestSparkMetrics(MetricsContract):
             store.init()
             store.append(events)
             export_store(store, Path(tmp) / "out")
-            frame = compute_metrics(self.spark, read_log(self.spark, [Path(tmp) / "out"]))
-            return [row.asDict() for row in frame.collect()]
+            with metrics_of(self.spark, read_log(self.spark, [Path(tmp) / "out"])) as frame:
+                return [row.asDict() for row in frame.collect()]
 
 
 def test_spark_equals_duckdb_row_for_row(spark: Any, tmp_path: Path) -> None:
@@ -40,7 +40,13 @@ def test_spark_equals_duckdb_row_for_row(spark: Any, tmp_path: Path) -> None:
     store.init()
     store.append(fleet(8, 25, seed=11))
     export_store(store, tmp_path / "out")
-    metrics = compute_metrics(spark, read_log(spark, [tmp_path / "out"])).persist()
+    with metrics_of(spark, read_log(spark, [tmp_path / "out"])) as computed:
+        metrics = computed.persist()
+        _check_against_duckdb(store, metrics)
+        metrics.unpersist()
+
+
+def _check_against_duckdb(store: Store, metrics: Any) -> None:
     duck = run_query(store, "metrics", {})
     assert duck.columns == list(METRIC_COLUMNS) == metrics.columns
     ours = [row.asDict() for row in metrics.collect()]
@@ -62,4 +68,3 @@ def test_spark_equals_duckdb_row_for_row(spark: Any, tmp_path: Path) -> None:
     assert sorted(map(rounded, (tuple(r) for r in windows)), key=str) == sorted(
         map(rounded, theirs.rows), key=str
     )
-    metrics.unpersist()
