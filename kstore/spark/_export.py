@@ -6,16 +6,17 @@ Layout under the output folder (Hive style, readable by Spark and DuckDB alike):
     assignments/cluster=<c>/group_id=<g>/part-*.parquet  kstore_assignments
 
 Partition values are percent-encoded in the path (``a/b`` -> ``a%2Fb``); both engines
-decode them. Within a file rows are in log order. The assignment rows are made by the
-store's own ``Projector`` as the events stream past, so they equal ``kstore_assignments``.
+decode them. Within a file rows are in log order. The events are read a page at a time,
+each page in a read window of its own, so writers go on in between; the assignments are
+the rows of ``kstore_assignments`` of those events, read in one window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -23,14 +24,12 @@ import pyarrow.dataset as ds
 from kstore._errors import UsageError
 from kstore.spark._schema import (
     ASSIGNMENT_COLUMNS,
-    LogRow,
+    EVENT_COLUMNS,
     assignment_schema,
     event_schema,
-    events_to_arrow,
+    stored_to_arrow,
 )
-from kstore.store.events import StreamId
 from kstore.store.log import Store
-from kstore.store.projections import Projector, StreamHead
 
 __all__ = ["PARTITION_COLUMNS", "ExportResult", "export_store", "fresh_folder", "write_parquet"]
 
@@ -64,47 +63,69 @@ def write_parquet(batches: Iterator[pa.RecordBatch], schema: pa.Schema, out: Pat
         max_partitions=1 << 30,
         max_open_files=512,
         existing_data_behavior="overwrite_or_ignore",
+        preserve_order=True,
     )
 
 
-class _Collector:
-    def __init__(self) -> None:
-        self.heads: dict[StreamId, StreamHead] = {}
-        self.rows: list[LogRow] = []
-        self.projector = Projector()
-        self.assignments: list[pa.Table] = []
+def _columns(names: tuple[str, ...]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
+
+
+class _Export:
+    """One export's reads, counting what went past."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
         self.events = 0
+        self.last_position = 0
+        self.assignments = 0
 
-    def event_batches(self, store: Store) -> Iterator[pa.RecordBatch]:
-        for stored in store.events():
-            event = stored.event
-            head = self.heads.setdefault(event.stream, StreamHead())
-            self.projector.feed(head, event, event.at.astimezone(UTC).replace(tzinfo=None))
-            self.rows.append(LogRow(stored.position, stored.version, event))
-            if len(self.rows) >= _BATCH:
-                yield from self._flush_events()
-        yield from self._flush_events()
+    def event_batches(self) -> Iterator[pa.RecordBatch]:
+        sql = (
+            f"SELECT {_columns(EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
+            "ORDER BY position LIMIT ?"
+        )
+        while True:
+            with self.store.reading() as db:
+                page = db.execute(sql, [self.last_position, _BATCH]).to_arrow_table()
+            if page.num_rows:
+                self.events += page.num_rows
+                self.last_position = page.column("position")[-1].as_py()
+                yield from stored_to_arrow(page).to_batches()
+            if page.num_rows < _BATCH:
+                return
 
-    def _flush_events(self) -> Iterator[pa.RecordBatch]:
-        if self.rows:
-            self.events += len(self.rows)
-            yield from events_to_arrow(self.rows).to_batches()
-            self.rows = []
-            # Arrow holds the projection's rows far more compactly than Python lists.
-            columns = {name: self.projector.assignments[name] for name in ASSIGNMENT_COLUMNS}
-            self.assignments.append(pa.table(columns, schema=assignment_schema()))
-            self.projector = Projector()
+    def assignment_batches(self, db: Any) -> Iterator[pa.RecordBatch]:
+        """The exported events' rows of ``kstore_assignments``, in log order within a stream
+        (``rowid``: the order they were stored in, which a sort would not keep otherwise).
+        """
+        stream = "cluster, group_id, timeline"
+        reader = db.execute(
+            f"SELECT {_columns(ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
+            f"WHERE ({stream}, version) IN "
+            f"(SELECT {stream}, version FROM kstore_events WHERE position <= ?) "
+            f"ORDER BY {stream}, version, rowid",
+            [self.last_position],
+        ).to_arrow_reader(_BATCH)
+        for batch in reader:
+            self.assignments += batch.num_rows
+            yield batch
+
+    def streams(self, db: Any) -> int:
+        found = db.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT cluster, group_id, timeline "
+            "FROM kstore_events WHERE position <= ?)",
+            [self.last_position],
+        ).fetchone()
+        return int(found[0])
 
 
 def export_store(store: Store, out: Path) -> ExportResult:
     """Write the store's log and assignment projection under ``out`` (a new folder)."""
     fresh_folder(out)
-    collector = _Collector()
-    write_parquet(collector.event_batches(store), event_schema(), out / "events")
-    assignments = (
-        pa.concat_tables(collector.assignments)
-        if collector.assignments
-        else assignment_schema().empty_table()
-    )
-    write_parquet(iter(assignments.to_batches()), assignment_schema(), out / "assignments")
-    return ExportResult(collector.events, assignments.num_rows, len(collector.heads))
+    export = _Export(store)
+    write_parquet(export.event_batches(), event_schema(), out / "events")
+    with store.reading() as db:
+        write_parquet(export.assignment_batches(db), assignment_schema(), out / "assignments")
+        streams = export.streams(db)
+    return ExportResult(export.events, export.assignments, streams)

@@ -8,23 +8,29 @@ read off the models' annotations, so a new event type or field reaches Parquet a
 Spark without being written down a second time here.
 
 ``events_to_arrow`` and ``arrow_to_events`` convert between ``Event`` objects and that
-form; the way back goes through ``parse_event``, the same validation as ``kstore append``.
+form, ``stored_to_arrow`` from the store's own rows. Only kstore writes this form (export,
+ingest, replay), each event validated on its way in, so the way back trusts it as the
+store trusts its rows (``parse_stored_event``): no second validation, older schema
+versions upcast.
 """
 
 from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic.fields import FieldInfo
+from pydantic_core import from_json
 
-from kstore.store.events import EVENT_TYPES, Event, parse_event
+from kstore.store.events import EVENT_TYPES, Event, parse_stored_event
 
 __all__ = [
     "ASSIGNMENT_COLUMNS",
@@ -36,6 +42,7 @@ __all__ = [
     "event_schema",
     "events_to_arrow",
     "spark_schema",
+    "stored_to_arrow",
 ]
 
 # A tuple field is a topic-partition in events.md (``[topic, partition]``); Parquet gets
@@ -118,6 +125,11 @@ def data_type() -> pa.StructType:
 EVENT_COLUMNS: tuple[str, ...] = ("position", "event_id", "cluster", "group_id", "timeline")
 EVENT_COLUMNS += ("version", "type", "at", "at_offset_s", "schema_version", "data")
 
+_ENVELOPE_COLUMNS = (*_ENVELOPE.values(), "at", "at_offset_s")
+"""The columns ``_envelope`` takes, in its order."""
+
+_READ_BATCH = 10_000
+
 ASSIGNMENT_COLUMNS: tuple[str, ...] = ("cluster", "group_id", "timeline", "version")
 ASSIGNMENT_COLUMNS += ("generation", "member", "topic", "partition")
 
@@ -157,44 +169,101 @@ class LogRow:
     event: Event
 
 
-def _to_column(value: Any, kind: pa.DataType) -> Any:
-    """A model's ``model_dump`` value in the shape Arrow takes for ``kind``."""
-    if value is None:
-        return None
-    if pa.types.is_map(kind):
-        return [(k, _to_column(v, kind.item_type)) for k, v in value.items()]
-    if pa.types.is_list(kind):
-        return [_to_column(v, kind.value_type) for v in value]
+def _json_to_arrow(kind: pa.DataType) -> Callable[[Any], Any] | None:
+    """What a JSON value of type ``kind`` needs before ``pa.array`` takes it (None: nothing).
+
+    ``pa.array`` takes a dict for a map but only a tuple for a struct, and JSON gives a
+    tuple field (a topic-partition) as a list.
+    """
     if pa.types.is_struct(kind):
-        return {kind.field(i).name: v for i, v in enumerate(value)}
-    return value
+        return tuple
+    if pa.types.is_list(kind):
+        value = _json_to_arrow(kind.value_type)
+        return None if value is None else lambda items: [value(v) for v in items]
+    if pa.types.is_map(kind):
+        item = _json_to_arrow(kind.item_type)
+        return None if item is None else lambda items: {k: item(v) for k, v in items.items()}
+    return None
 
 
-def _from_column(value: Any, kind: pa.DataType) -> Any:
-    """The other way: Arrow's Python value back to the JSON shape of events.md."""
-    if value is None:
-        return None
-    if pa.types.is_map(kind):
-        items = value.items() if isinstance(value, dict) else value
-        return {k: _from_column(v, kind.item_type) for k, v in items}
-    if pa.types.is_list(kind):
-        return [_from_column(v, kind.value_type) for v in value]
+@cache
+def _data_from_json() -> dict[str, Callable[[Any], Any]]:
+    """``data`` field -> its ``_json_to_arrow``, for the fields that need one."""
+    struct = data_type()
+    convert = {
+        struct.field(i).name: _json_to_arrow(struct.field(i).type) for i in range(struct.num_fields)
+    }
+    return {name: function for name, function in convert.items() if function is not None}
+
+
+def _python_values(array: pa.Array) -> list[Any]:
+    """An array's values as the event models hold them (map: dict, struct: tuple), built
+    child array by child array: ``to_pylist`` makes a dict per struct, far slower.
+    """
+    kind = array.type
+    values: list[Any]
     if pa.types.is_struct(kind):
-        return [value[kind.field(i).name] for i in range(kind.num_fields)]
-    return value
+        values = list(zip(*map(_python_values, array.flatten()), strict=True))
+    elif pa.types.is_list(kind) or pa.types.is_map(kind):
+        # Offsets point into the whole child arrays, also in a slice.
+        offsets = array.offsets.to_pylist()
+        first = offsets[0]
+        spans = [(a - first, b - first) for a, b in pairwise(offsets)]
+        if pa.types.is_map(kind):
+            keys = array.keys.slice(first, offsets[-1] - first).to_pylist()
+            items = _python_values(array.items.slice(first, offsets[-1] - first))
+            values = [dict(zip(keys[a:b], items[a:b], strict=True)) for a, b in spans]
+        else:
+            flat = _python_values(array.values.slice(first, offsets[-1] - first))
+            values = [flat[a:b] for a, b in spans]
+    else:
+        return list(array.to_pylist())
+    if array.null_count:
+        valid = array.is_valid().to_pylist()
+        values = [value if ok else None for value, ok in zip(values, valid, strict=True)]
+    return values
+
+
+def _data_objects(data: pa.StructArray) -> list[dict[str, Any]]:
+    """Each row's ``data`` as a dict, NULL fields and fields no event type has left out."""
+    known = data_type()
+    objects: list[dict[str, Any]] = [{} for _ in range(len(data))]
+    for field, values in zip(data.type, data.flatten(), strict=True):
+        if known.get_field_index(field.name) < 0:
+            continue
+        present = values.is_valid()
+        rows = pc.indices_nonzero(present).to_pylist()
+        for row, value in zip(rows, _python_values(values.filter(present)), strict=True):
+            objects[row][field.name] = value
+    return objects
+
+
+@cache
+def _zone(offset_s: int) -> tzinfo:
+    return UTC if offset_s == 0 else timezone(timedelta(seconds=offset_s))
+
+
+def _envelope(
+    event_id: str, cluster: str, group: str, timeline: str, at: datetime, offset_s: int | None
+) -> dict[str, Any]:
+    """``Event``'s fields but ``data``, from a log row; ``at`` in the zone it was written in."""
+    if at.tzinfo is None:  # Spark's timestamp_ntz, or a naive UTC column
+        at = at.replace(tzinfo=UTC)
+    return {
+        "event_id": event_id,
+        "cluster": cluster,
+        "group": group,
+        "timeline": timeline,
+        "at": at.astimezone(_zone(offset_s or 0)),
+    }
 
 
 def events_to_arrow(rows: Iterable[LogRow]) -> pa.Table:
     """Events in the log's Parquet form (``event_schema``)."""
-    struct = data_type()
-    kinds = {struct.field(i).name: struct.field(i).type for i in range(struct.num_fields)}
     columns: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
     for row in rows:
         event = row.event
         offset = event.at.utcoffset() or timedelta(0)
-        dumped = event.data.model_dump()
-        data = dict.fromkeys(kinds)
-        data |= {name: _to_column(value, kinds[name]) for name, value in dumped.items()}
         for name, value in (
             ("position", row.position),
             ("event_id", event.event_id),
@@ -206,36 +275,64 @@ def events_to_arrow(rows: Iterable[LogRow]) -> pa.Table:
             ("at", event.at.astimezone(UTC)),
             ("at_offset_s", int(offset.total_seconds())),
             ("schema_version", event.data.schema_version),
-            ("data", data),
+            ("data", event.data.model_dump()),
         ):
             columns[name].append(value)
     return pa.table(columns, schema=event_schema())
 
 
+def stored_to_arrow(stored: pa.Table) -> pa.Table:
+    """Rows of the store's ``kstore_events`` (``at`` naive UTC, ``data`` JSON text) in the
+    log's Parquet form. The store validated them when storing them, so data of today's
+    schema version goes from its JSON straight into the struct; older data is upcast by
+    ``parse_stored_event`` (and then has today's version).
+    """
+    versions: list[int] = stored.column("schema_version").to_pylist()
+    kinds: list[str] = stored.column("type").to_pylist()
+    convert = _data_from_json()
+    data: list[dict[str, Any]] = []
+    for row, text in enumerate(stored.column("data").to_pylist()):
+        raw = from_json(text)
+        model = EVENT_TYPES.get(kinds[row])
+        if model is not None and versions[row] == model.schema_version:
+            for name, function in convert.items():
+                if name in raw:
+                    raw[name] = function(raw[name])
+            data.append(raw)
+        else:
+            envelope = _envelope(*(stored.column(n)[row].as_py() for n in _ENVELOPE_COLUMNS))
+            event = parse_stored_event(envelope, kinds[row], raw, versions[row])
+            data.append(event.data.model_dump())
+            versions[row] = event.data.schema_version
+    columns = {name: stored.column(name) for name in EVENT_COLUMNS[:-2]}
+    columns |= {"schema_version": versions, "data": pa.array(data, type=data_type())}
+    return pa.table(columns).cast(event_schema())
+
+
 def arrow_to_events(table: pa.Table | pa.RecordBatch) -> Iterator[LogRow]:
     """The events of a log table (any column order; ``position`` may be absent)."""
-    struct = data_type()
-    kinds = {struct.field(i).name: struct.field(i).type for i in range(struct.num_fields)}
-    for raw in table.to_pylist():
-        at: datetime = raw["at"]
-        if at.tzinfo is None:  # Spark's timestamp_ntz, or a naive UTC column
-            at = at.replace(tzinfo=UTC)
-        zone = timedelta(seconds=raw["at_offset_s"] or 0)
-        data = {
-            name: _from_column(value, kinds[name])
-            for name, value in (raw["data"] or {}).items()
-            if value is not None and name in kinds
-        }
-        event = parse_event(
-            {
-                "event_id": raw["event_id"],
-                "cluster": raw["cluster"],
-                "group": raw["group_id"],
-                "timeline": raw["timeline"],
-                "type": raw["type"],
-                "at": at.astimezone(timezone(zone) if zone else UTC),
-                "data": data,
-            },
-            schema_version=raw["schema_version"],
+    # A table read from many files has a chunk per file: each batch's fixed work would be
+    # paid per file, so batches are cut afresh.
+    batches = (
+        table.combine_chunks().to_batches(max_chunksize=_READ_BATCH)
+        if isinstance(table, pa.Table)
+        else [table]
+    )
+    for batch in batches:
+        columns = {name: batch.column(name).to_pylist() for name in _ENVELOPE_COLUMNS}
+        positions = (
+            batch.column("position").to_pylist()
+            if "position" in batch.schema.names
+            else [None] * batch.num_rows
         )
-        yield LogRow(raw.get("position"), raw["version"], event)
+        for position, version, kind, schema_version, data, *envelope in zip(
+            positions,
+            batch.column("version").to_pylist(),
+            batch.column("type").to_pylist(),
+            batch.column("schema_version").to_pylist(),
+            _data_objects(batch.column("data")),
+            *columns.values(),
+            strict=True,
+        ):
+            event = parse_stored_event(_envelope(*envelope), kind, data, schema_version)
+            yield LogRow(position, version, event)

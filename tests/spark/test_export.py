@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow.dataset as ds
@@ -21,7 +22,7 @@ from kstore.spark._schema import (
     events_to_arrow,
 )
 from kstore.spark._session import parse_conf
-from kstore.store import EVENT_TYPES, Event
+from kstore.store import EVENT_TYPES, Event, TopicChanged
 from kstore.store.log import Store
 from tests.store.events_gen import streams
 
@@ -42,8 +43,53 @@ def test_data_struct_has_every_field_of_every_event_type() -> None:
 @given(streams())
 def test_events_round_trip_through_arrow(events: list[Event]) -> None:
     rows = [LogRow(i, i, event) for i, event in enumerate(events, start=1)]
-    back = list(arrow_to_events(events_to_arrow(rows)))
-    assert back == rows
+    table = events_to_arrow(rows)
+    assert list(arrow_to_events(table)) == rows
+    # Spark's tasks read the log a batch at a time; cut from a table, batches are slices.
+    sliced = [row for batch in table.to_batches(max_chunksize=3) for row in arrow_to_events(batch)]
+    assert sliced == rows
+
+
+def _topic_changed_v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Today's TopicChanged becomes version 2; its version 1 had one partition fewer."""
+
+    def upcast(cls: type[TopicChanged], data: dict[str, Any], version: int) -> dict[str, Any]:
+        return {**data, "partitions": data["partitions"] + 1} if version == 1 else data
+
+    monkeypatch.setattr(TopicChanged, "schema_version", 2)
+    monkeypatch.setattr(TopicChanged, "upcast", classmethod(upcast))
+
+
+def test_reading_the_log_upcasts_older_schema_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [LogRow(i, i, event) for i, event in enumerate(fleet(2, 2), start=1)]
+    table = events_to_arrow(rows)
+    _topic_changed_v2(monkeypatch)
+    back = list(arrow_to_events(table))
+    partitions = [
+        (row.event.data.partitions, old.event.data.partitions)
+        for row, old in zip(back, rows, strict=True)
+        if isinstance(row.event.data, TopicChanged) and isinstance(old.event.data, TopicChanged)
+    ]
+    assert partitions and all(new == old + 1 for new, old in partitions)
+    assert [r for r in back if r.event.type != "TopicChanged"] == [
+        r for r in rows if r.event.type != "TopicChanged"
+    ]
+
+
+def test_export_upcasts_older_schema_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(2, 3))
+    _topic_changed_v2(monkeypatch)
+    export_store(store, tmp_path / "out")
+    table = ds.dataset(tmp_path / "out" / "events", format="parquet", partitioning="hive")
+    read = table.to_table()
+    versions = set(zip(read["type"].to_pylist(), read["schema_version"].to_pylist(), strict=True))
+    assert ("TopicChanged", 2) in versions and ("TopicChanged", 1) not in versions
+    exported = sorted(arrow_to_events(read), key=lambda r: r.position or 0)
+    assert exported == [LogRow(s.position, s.version, s.event) for s in store.events()]
 
 
 def test_export_is_the_store_log_and_projection(tmp_path: Path) -> None:
