@@ -288,6 +288,10 @@ def replay_cmd(
     timeline: Annotated[
         str | None, typer.Option("--timeline", help="The new timeline (default replay/S).")
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue an interrupted replay into its timeline."),
+    ] = False,
 ) -> None:
     """Decide every rebalance of a timeline again with another strategy."""
     from kstore.commands.analytics import replay_group
@@ -299,6 +303,7 @@ def replay_cmd(
         source=source,
         strategy=strategy,
         timeline=timeline,
+        resume=resume,
     )
 
 

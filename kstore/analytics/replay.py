@@ -8,6 +8,10 @@ assignment (the fold of the replay's own events). The replay numbers its generat
 itself. Under a cooperative strategy, a round that takes partitions from a member is
 followed by a second round (``RebalanceStarted`` with reason ``cooperative follow-up``
 and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do.
+
+The replay is deterministic (its event ids too), so an interrupted one is resumed: the
+target's stored events are checked against the replay's, event for event, and folded
+instead of decided again, and the source events after them are replayed.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ def protocol_of(strategy: str) -> Literal["eager", "cooperative", "consumer"]:
 
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
+    """What this run did: the events it appended, the rebalances (follow-up rounds
+    included) it decided, its time and the assignor's warnings it met. ``resumed`` is the
+    number of events the target held already when the run started (0 for a new one)."""
+
     stream: StreamId
     events: int
     rebalances: int
@@ -56,10 +64,18 @@ class ReplayResult:
     assignor_seconds: float
     warnings: tuple[str, ...] = ()
     """The assignor's warnings, each with the replay's generation it came at."""
+    resumed: int = 0
 
 
 class _Replayer:
-    def __init__(self, target: StreamId, strategy: str) -> None:
+    """The replay's events, source event by source event.
+
+    Given the events a target holds already (``stored``), the replayer first checks its
+    events against them, in order, and folds the stored ones instead of deciding again;
+    ``feed`` yields only the events after them.
+    """
+
+    def __init__(self, target: StreamId, strategy: str, stored: Iterable[Event] = ()) -> None:
         self.target = target
         self.strategy = strategy
         self.protocol = protocol_of(strategy)
@@ -69,6 +85,10 @@ class _Replayer:
         self.follow_ups = 0
         self.assignor_seconds = 0.0
         self.warnings: list[str] = []
+        self._stored = iter(stored)
+        self._next = next(self._stored, None)
+        self.matched = 0
+        self._unyielded = 0
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
         event = Event(
@@ -79,16 +99,61 @@ class _Replayer:
             at=source.at,
             data=data,
         )
+        if self._next is not None:
+            event = self._match(event)
         self.state.apply(event)
         return event
 
+    def _match(self, event: Event) -> Event:
+        """The next stored event, which must be ``event`` (a decision: but its assignment)."""
+        assert self._next is not None
+        stored, self._next = self._next, next(self._stored, None)
+        self.matched += 1
+        self._unyielded += 1
+        data = stored.data
+        if isinstance(data, AssignmentCompleted):
+            if data.strategy != self.strategy:
+                raise self._not_a_prefix(f"it was replayed with {data.strategy}")
+            data = data.model_copy(update={"assignment": {}})
+        if stored.model_copy(update={"data": data}) != event:
+            raise self._not_a_prefix(
+                f"its event {self.matched} is {stored.event_id!r} ({stored.type}), "
+                f"the replay's {event.event_id!r} ({event.type})"
+            )
+        return stored
+
+    def _not_a_prefix(self, why: str) -> UsageError:
+        return UsageError(
+            f"timeline {self.target.timeline!r} of {self.target.cluster}/{self.target.group} "
+            f"is not a prefix of this replay ({why}): resume with the same --from and "
+            "--strategy, or give another --timeline"
+        )
+
+    def finish(self) -> None:
+        """Check that the source gave every stored event (once all of it is fed)."""
+        if self._next is not None:
+            raise self._not_a_prefix(
+                f"it holds {self._next.event_id!r} after the replay's last event"
+            )
+
     def _decide(self, source: Event, suffix: str = "") -> Event:
+        if self._next is not None:
+            # Resuming: the stored decision is checked (all but its assignment) and folded.
+            checked = AssignmentCompleted.model_construct(
+                generation=self.generation,
+                strategy=self.strategy,
+                assignment={},
+                protocol=self.protocol,
+            )
+            return self._event(source, checked, suffix)
         request = self.state.to_request(self.strategy)
         started = time.perf_counter()
         result = assign(request)
         self.assignor_seconds += time.perf_counter() - started
         self.warnings.extend(f"generation {self.generation}: {w}" for w in result.warnings)
         self.rebalances += 1
+        if suffix:  # only a follow-up round's decision has one
+            self.follow_ups += 1
         # The assignor's result is validated already: building the event does not check it again.
         data = AssignmentCompleted.model_construct(
             generation=self.generation,
@@ -107,6 +172,14 @@ class _Replayer:
         )
 
     def feed(self, source: Event) -> Iterator[Event]:
+        """The replay's events for the source's next event, but those stored already."""
+        for event in self._outputs(source):
+            if self._unyielded:
+                self._unyielded -= 1
+            else:
+                yield event
+
+    def _outputs(self, source: Event) -> Iterator[Event]:
         data = source.data
         if isinstance(data, RebalanceStarted):
             self.generation += 1
@@ -120,7 +193,6 @@ class _Replayer:
             yield self._decide(source)
             if self.protocol == "cooperative" and self._took(before):
                 self.generation += 1
-                self.follow_ups += 1
                 reason = RebalanceStarted(
                     generation=self.generation, reason="cooperative follow-up"
                 )
@@ -146,33 +218,56 @@ def replay(
     cluster: str = "default",
     source: str = "recorded",
     timeline: str | None = None,
+    resume: bool = False,
 ) -> ReplayResult:
-    """Replay the stream (cluster, group, source) with ``strategy`` into a new timeline."""
+    """Replay the stream (cluster, group, source) with ``strategy`` into a new timeline.
+
+    ``resume``: a target that exists already is continued where it stopped, if it is a
+    prefix of this replay; else it is refused, as it always is without ``resume``.
+    """
     get_assignor(strategy)
     target = StreamId(cluster, group, timeline or f"replay/{strategy}")
     known = {info.stream for info in store.streams()}
     if StreamId(cluster, group, source) not in known:
         raise UsageError(f"no stream {cluster}/{group}/{source} in the store")
-    if target in known:
-        raise UsageError(f"timeline {target.timeline!r} of {cluster}/{group} exists already")
+    if target in known and not resume:
+        raise UsageError(
+            f"timeline {target.timeline!r} of {cluster}/{group} exists already "
+            "(--resume continues an interrupted replay into it)"
+        )
     started = time.perf_counter()
-    replayer = _Replayer(target, strategy)
+    # The stored events are matched against the replay's own, event for event (ids,
+    # times, data): that finds where the run stopped whatever the ids' length (an id cut
+    # at 200 characters cannot be parsed back into its source's), and refuses a target
+    # from another strategy or source, which counting alone would take as a prefix.
+    stored = (
+        (s.event for s in store.events(cluster=cluster, group=group, timeline=target.timeline))
+        if target in known
+        else ()
+    )
+    replayer = _Replayer(target, strategy, stored)
     batch: list[Event] = []
     entries = count = 0
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
-    for stored in source_events:
-        for event in replayer.feed(stored.event):
+
+    def flush() -> None:
+        nonlocal batch, entries, count
+        # Appending at the version the run expects keeps two resumers from interleaving.
+        store.append(batch, expected_version=replayer.matched + count)
+        count += len(batch)
+        batch = []
+        entries = 0
+
+    for stored_source in source_events:
+        for event in replayer.feed(stored_source.event):
             batch.append(event)
             if isinstance(event.data, AssignmentCompleted):
                 entries += sum(map(len, event.data.assignment.values()))
         if len(batch) >= _BATCH_EVENTS or entries >= _BATCH_ENTRIES:
-            store.append(batch)
-            count += len(batch)
-            batch = []
-            entries = 0
-    store.append(batch)
-    count += len(batch)
+            flush()
+    replayer.finish()
+    flush()
     return ReplayResult(
         target,
         count,
@@ -181,4 +276,5 @@ def replay(
         time.perf_counter() - started,
         replayer.assignor_seconds,
         tuple(replayer.warnings),
+        replayer.matched,
     )

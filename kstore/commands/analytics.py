@@ -110,7 +110,14 @@ def print_sql(path: Path, sql: str, output: str) -> None:
 
 
 def replay_group(
-    path: Path, *, group: str, cluster: str, source: str, strategy: str, timeline: str | None
+    path: Path,
+    *,
+    group: str,
+    cluster: str,
+    source: str,
+    strategy: str,
+    timeline: str | None,
+    resume: bool = False,
 ) -> None:
     done = replay(
         Store(path),
@@ -119,13 +126,16 @@ def replay_group(
         source=source,
         strategy=strategy,
         timeline=timeline,
+        resume=resume,
     )
     rate = done.rebalances / done.seconds if done.seconds else 0.0
+    resumed = f" after {done.resumed} stored already" if done.resumed else ""
     print(
         f"replayed {cluster}/{group}/{source} with {strategy} into timeline "
-        f"{done.stream.timeline!r}: {done.events} events, {done.rebalances} rebalances "
-        f"({done.follow_ups} follow-up rounds), {rate:.1f} rebalances/s "
-        f"(assignor {done.assignor_seconds:.3f} s of {done.seconds:.3f} s)"
+        f"{done.stream.timeline!r}: this run {done.events} events{resumed}, "
+        f"{done.rebalances} rebalances ({done.follow_ups} follow-up rounds), "
+        f"{rate:.1f} rebalances/s (assignor {done.assignor_seconds:.3f} s of "
+        f"{done.seconds:.3f} s)"
     )
     for warning in done.warnings:
         print(f"kstore: warning: {cluster}/{group} {warning}", file=sys.stderr)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks._fleet import group_events
 from kstore._errors import UsageError
-from kstore.analytics.replay import replay
+from kstore.analytics.replay import _BATCH_EVENTS, replay, replay_events
 from kstore.assignors import assign
 from kstore.store import (
     AssignmentCompleted,
@@ -89,7 +96,7 @@ def test_each_decision_uses_the_replays_own_previous_assignment(
 def test_a_replay_never_overwrites_a_timeline(store: Store) -> None:
     store.append(_history())
     replay(store, group="g", strategy="range", timeline="mine")
-    with pytest.raises(UsageError, match="exists already"):
+    with pytest.raises(UsageError, match=r"exists already \(--resume continues"):
         replay(store, group="g", strategy="range", timeline="mine")
     with pytest.raises(UsageError, match="no stream"):
         replay(store, group="nope", strategy="range")
@@ -104,3 +111,173 @@ def test_a_replay_reports_the_assignors_warnings(store: Store) -> None:
     assert len(done.warnings) == 1
     assert done.warnings[0].startswith("generation ")
     assert "never returns" in done.warnings[0]
+
+
+def _timeline(store: Store, stream: StreamId) -> list[dict[str, Any]]:
+    return [
+        {"version": s.version, **s.event.to_dict()}
+        for s in store.events(cluster=stream.cluster, group=stream.group, timeline=stream.timeline)
+    ]
+
+
+def _straight(tmp_path: Path, source: list[Event], strategy: str) -> list[dict[str, Any]]:
+    """The timeline of an uninterrupted replay of ``source``."""
+    straight = Store(tmp_path / "straight.duckdb")
+    straight.init()
+    straight.append(source)
+    done = replay(straight, group="g", strategy=strategy)
+    return _timeline(straight, done.stream)
+
+
+@pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
+@pytest.mark.parametrize("cut", [1, 0.3, 0.7, -1])
+def test_a_replay_cut_after_some_source_events_resumes_to_the_straight_one(
+    store: Store, tmp_path: Path, strategy: str, cut: float
+) -> None:
+    source = list(group_events("g", 40, seed=3))
+    expected = _straight(tmp_path, source, strategy)
+    store.append(source)
+    stream = StreamId("default", "g", f"replay/{strategy}")
+    # What a killed run leaves: the replay of the first source events, in two batches.
+    kept = source[: int(cut * len(source)) if isinstance(cut, float) else cut]
+    prefix = list(replay_events(kept, stream, strategy))
+    assert 0 < len(prefix) < len(expected)
+    store.append(prefix[: len(prefix) // 2])
+    store.append(prefix[len(prefix) // 2 :])
+    done = replay(store, group="g", strategy=strategy, resume=True)
+    assert _timeline(store, stream) == expected
+    assert (done.resumed, done.events) == (len(prefix), len(expected) - len(prefix))
+    decided = sum(e["type"] == "AssignmentCompleted" for e in expected[len(prefix) :])
+    assert done.rebalances == decided > 0
+    if strategy == "cooperative-sticky" and cut == 0.3:
+        assert done.follow_ups > 0
+
+
+def test_a_cut_inside_a_source_events_outputs_resumes_with_its_follow_up(
+    store: Store, tmp_path: Path
+) -> None:
+    """A run's batches end on source events; a target cut elsewhere still resumes."""
+    source = _history()
+    expected = _straight(tmp_path, source, "cooperative-sticky")
+    store.append(source)
+    ids = [e["event_id"] for e in expected]
+    follow_up = next(i for i, event_id in enumerate(ids) if event_id.endswith("/follow-up-start"))
+    stream = StreamId("default", "g", "replay/cooperative-sticky")
+    store.append(list(replay_events(source, stream, "cooperative-sticky"))[:follow_up])
+    done = replay(store, group="g", strategy="cooperative-sticky", resume=True)
+    assert _timeline(store, stream) == expected
+    assert done.follow_ups >= 1 and done.resumed == follow_up
+
+
+@pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
+def test_resuming_a_complete_replay_appends_nothing(store: Store, strategy: str) -> None:
+    store.append(_history())
+    first = replay(store, group="g", strategy=strategy)
+    before = _timeline(store, first.stream)
+    again = replay(store, group="g", strategy=strategy, resume=True)
+    assert (again.events, again.rebalances, again.follow_ups) == (0, 0, 0)
+    assert again.resumed == first.events == len(before)
+    assert again.assignor_seconds == 0.0
+    assert _timeline(store, first.stream) == before
+
+
+def test_resume_without_a_target_replays_it_all(store: Store) -> None:
+    store.append(_history())
+    done = replay(store, group="g", strategy="sticky", resume=True)
+    assert done.resumed == 0 and done.rebalances == 5
+    assert len(_timeline(store, done.stream)) == done.events
+
+
+def test_resume_refuses_a_timeline_that_is_not_a_prefix_of_the_replay(store: Store) -> None:
+    history = _history()
+    store.append(history)
+    replay(store, group="g", strategy="range", timeline="mine")
+    mine = StreamId("default", "g", "mine")
+    stored = _timeline(store, mine)
+    with pytest.raises(
+        UsageError, match=r"not a prefix of this replay \(it was replayed with range"
+    ):
+        replay(store, group="g", strategy="sticky", timeline="mine", resume=True)
+    # The same facts in another source stream, so under other event ids.
+    other = [
+        e.model_copy(update={"event_id": f"o{i}", "timeline": "other"})
+        for i, e in enumerate(history)
+    ]
+    store.append(other)
+    with pytest.raises(
+        UsageError, match=r"its event 1 is '.*@mine' \(TopicChanged\), the replay's 'o0@mine'"
+    ):
+        replay(store, group="g", strategy="range", source="other", timeline="mine", resume=True)
+    assert _timeline(store, mine) == stored
+    # A target holding more than the replay gives.
+    extra = Event(
+        group="g",
+        timeline="mine",
+        at=T0 + timedelta(hours=1),
+        data=MemberLeft(member_id="a", reason="leave"),
+    )
+    store.append([extra])
+    with pytest.raises(
+        UsageError, match=f"it holds '{extra.event_id}' after the replay's last event"
+    ):
+        replay(store, group="g", strategy="range", timeline="mine", resume=True)
+    assert _timeline(store, mine)[:-1] == stored
+
+
+def _stored_events(store: Store, stream: StreamId) -> int:
+    return next((s.events for s in store.streams() if s.stream == stream), 0)
+
+
+def test_a_killed_replay_process_resumes_to_the_straight_one(tmp_path: Path) -> None:
+    """A real ``kstore replay``, SIGKILLed once its first batch is stored, then resumed
+    through the CLI: the same timeline as an uninterrupted replay."""
+    source = list(group_events("g", 800, seed=11))
+    db = tmp_path / "killed.duckdb"
+    store = Store(db)
+    store.init()
+    store.append(source)
+    stream = StreamId("default", "g", "replay/cooperative-sticky")
+    expected = list(replay_events(source, stream, "cooperative-sticky"))
+    assert len(expected) > 2 * _BATCH_EVENTS  # batches after the first, so a kill lands between
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
+    command += ["--strategy", "cooperative-sticky"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _stored_events(store, stream):
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no batch stored within 60 s"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    at_kill = _stored_events(store, stream)
+    assert 0 < at_kill < len(expected), "the kill did not land part way"
+
+    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert again.returncode == 2
+    assert again.stderr.count("\n") == 1 and "--resume" in again.stderr
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (
+        f"this run {len(expected) - at_kill} events after {at_kill} stored already"
+        in resumed.stdout
+    )
+    got = _timeline(store, stream)
+    assert got == [{"version": v, **e.to_dict()} for v, e in enumerate(expected, start=1)]
+
+
+def test_the_cli_refuses_a_bad_resume_in_one_line(store: Store) -> None:
+    store.append(_history())
+    replay(store, group="g", strategy="range")
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(store.path), "replay"]
+    command += ["--group", "g", "--strategy", "sticky", "--timeline", "replay/range", "--resume"]
+    bad = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith(
+        "kstore: error: timeline 'replay/range' of default/g is not a prefix"
+    )
+    assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
