@@ -202,10 +202,20 @@ class _Replayer:
             yield self._event(source, data)
 
 
-def replay_events(events: Iterable[Event], target: StreamId, strategy: str) -> Iterator[Event]:
-    """The replay's events for a source stream's ``events`` (pure: nothing is stored)."""
+def replay_events(
+    events: Iterable[Event],
+    target: StreamId,
+    strategy: str,
+    warnings: list[str] | None = None,
+) -> Iterator[Event]:
+    """The replay's events for a source stream's ``events`` (pure: nothing is stored).
+
+    The assignor's warnings, each with its generation, are added to ``warnings`` if given.
+    """
     get_assignor(strategy)
     replayer = _Replayer(target, strategy)
+    if warnings is not None:
+        replayer.warnings = warnings
     for event in events:
         yield from replayer.feed(event)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -77,9 +78,12 @@ def spark_replay(
     from kstore.spark._replay import write_replays
 
     names = _strategies(strategies)
+    warnings: list[str] = []
     with _session(master, conf) as spark:
-        count = write_replays(read_log(spark, folders), names, out, source)
+        count = write_replays(read_log(spark, folders), names, out, source, warnings)
     print(f"replayed {source} with {', '.join(names)}: {count} events in {out / 'events'}")
+    for warning in warnings:
+        print(f"kstore: warning: {warning}", file=sys.stderr)
 
 
 def spark_metrics(

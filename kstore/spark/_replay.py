@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from pyspark.accumulators import Accumulator, AccumulatorParam
 
 from kstore._errors import UsageError
 from kstore.analytics.replay import replay_events
@@ -26,37 +27,69 @@ from kstore.store.events import StreamId
 __all__ = ["replay_log", "write_replays"]
 
 
-def _replayer(strategies: Sequence[str]) -> Any:
+class _Lines(AccumulatorParam[list[str]]):
+    """Lines added up across tasks (an accumulator's type)."""
+
+    def zero(self, value: list[str]) -> list[str]:
+        return []
+
+    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
+        return value1 + value2
+
+
+def _replayer(strategies: Sequence[str], warnings: Accumulator[list[str]] | None) -> Any:
     def replay_stream(events: list[LogRow]) -> pa.Table:
         source = events[0].event.stream
         rows: list[LogRow] = []
         for strategy in strategies:
             target = StreamId(source.cluster, source.group, f"replay/{strategy}")
-            replayed = replay_events((row.event for row in events), target, strategy)
+            found: list[str] = []
+            replayed = replay_events((row.event for row in events), target, strategy, found)
             rows.extend(
                 LogRow(None, version, event) for version, event in enumerate(replayed, start=1)
             )
+            if found and warnings is not None:
+                where = f"{target.cluster}/{target.group} {target.timeline}"
+                warnings.add([f"{where} {warning}" for warning in found])
         return events_to_arrow(rows)
 
     return replay_stream
 
 
-def replay_log(log: Any, strategies: Sequence[str], source: str = "recorded") -> Any:
-    """The replays of the log's ``source`` timelines with each strategy (a DataFrame)."""
+def replay_log(
+    log: Any,
+    strategies: Sequence[str],
+    source: str = "recorded",
+    warnings: Accumulator[list[str]] | None = None,
+) -> Any:
+    """The replays of the log's ``source`` timelines with each strategy (a DataFrame);
+    the assignors' warnings, one line each naming the stream, go to ``warnings``."""
     if not strategies:
         raise UsageError("--strategies: name at least one strategy")
     for strategy in strategies:
         get_assignor(strategy)  # an unknown name fails here, not in a task
     streams = log.where(log.timeline == source)
-    return map_streams(streams, _replayer(list(strategies)), event_schema())
+    return map_streams(streams, _replayer(list(strategies), warnings), event_schema())
 
 
-def write_replays(log: Any, strategies: Sequence[str], out: Path, source: str = "recorded") -> int:
-    """Write the replays under ``out/events``; the number of events written."""
+def write_replays(
+    log: Any,
+    strategies: Sequence[str],
+    out: Path,
+    source: str = "recorded",
+    warnings: list[str] | None = None,
+) -> int:
+    """Write the replays under ``out/events``; the number of events written. The
+    assignors' warnings (one line each, naming the stream) are added to ``warnings``."""
     fresh_folder(out)
-    replays = replay_log(log, strategies, source).persist()
+    found = log.sparkSession.sparkContext.accumulator([], _Lines())
+    replays = replay_log(log, strategies, source, found).persist()
     try:
         write_partitioned(replays, out / "events", ["timeline", "version"])
-        return int(replays.count())
+        count = int(replays.count())
     finally:
         replays.unpersist()
+    if warnings is not None:
+        # A task run again (a lost executor, a cache evicted) adds its lines again.
+        warnings.extend(sorted(set(found.value)))
+    return count

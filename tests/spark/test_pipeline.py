@@ -12,7 +12,7 @@ import duckdb
 import pyarrow.dataset as ds
 import pytest
 
-from benchmarks._fleet import fleet
+from benchmarks._fleet import fleet, group_events
 from kstore.analytics import run_query, run_sql
 from kstore.analytics.replay import replay
 from kstore.cli import main
@@ -131,6 +131,20 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
             ours = replayed[target]
             assert [(r.version, r.event) for r in ours] == [(s.version, s.event) for s in theirs]
             assert any(r.event.type == "AssignmentCompleted" for r in ours)
+
+
+def test_replay_reports_the_assignors_warnings(spark: Any, tmp_path: Path) -> None:
+    """Fleet group g00815 leads sticky to a request Kafka never returns from (quirk 4)."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(group_events("g00815", 50, seed=7, cluster="eu"))
+    export_store(store, tmp_path / "log")
+    warnings: list[str] = []
+    log = read_log(spark, [tmp_path / "log"])
+    write_replays(log, ["sticky", "roundrobin"], tmp_path / "out", warnings=warnings)
+    [warning] = warnings
+    assert warning.startswith("eu/g00815 replay/sticky generation ")
+    assert "never returns" in warning
 
 
 def _cli(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
