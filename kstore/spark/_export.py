@@ -16,15 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from kstore._errors import UsageError
 from kstore.spark._schema import (
-    ASSIGNMENT_COLUMNS,
-    EVENT_COLUMNS,
     assignment_schema,
     event_schema,
     stored_to_arrow,
@@ -67,10 +64,6 @@ def write_parquet(batches: Iterator[pa.RecordBatch], schema: pa.Schema, out: Pat
     )
 
 
-def _columns(names: tuple[str, ...]) -> str:
-    return ", ".join(f'"{name}"' for name in names)
-
-
 class _Export:
     """One export's reads, counting what went past."""
 
@@ -81,42 +74,24 @@ class _Export:
         self.assignments = 0
 
     def event_batches(self) -> Iterator[pa.RecordBatch]:
-        sql = (
-            f"SELECT {_columns(EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
-            "ORDER BY position LIMIT ?"
-        )
-        while True:
-            with self.store.reading() as db:
-                page = db.execute(sql, [self.last_position, _BATCH]).to_arrow_table()
-            if page.num_rows:
-                self.events += page.num_rows
-                self.last_position = page.column("position")[-1].as_py()
-                yield from stored_to_arrow(page).to_batches()
-            if page.num_rows < _BATCH:
-                return
+        for page in self.store.event_pages(_BATCH):
+            self.events += page.num_rows
+            self.last_position = page.column("position")[-1].as_py()
+            yield from stored_to_arrow(page).to_batches()
 
-    def assignment_batches(self, db: Any) -> Iterator[pa.RecordBatch]:
-        """The exported events' rows of ``kstore_assignments``, in log order within a stream
-        (``rowid``: the order they were stored in, which a sort would not keep otherwise).
-        """
-        stream = "cluster, group_id, timeline"
-        reader = db.execute(
-            f"SELECT {_columns(ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
-            f"WHERE ({stream}, version) IN "
-            f"(SELECT {stream}, version FROM kstore_events WHERE position <= ?) "
-            f"ORDER BY {stream}, version, rowid",
-            [self.last_position],
-        ).to_arrow_reader(_BATCH)
-        for batch in reader:
+    def assignment_batches(self) -> Iterator[pa.RecordBatch]:
+        """The exported events' rows of ``kstore_assignments``."""
+        for batch in self.store.assignment_batches(self.last_position, _BATCH):
             self.assignments += batch.num_rows
             yield batch
 
-    def streams(self, db: Any) -> int:
-        found = db.execute(
-            "SELECT count(*) FROM (SELECT DISTINCT cluster, group_id, timeline "
-            "FROM kstore_events WHERE position <= ?)",
-            [self.last_position],
-        ).fetchone()
+    def streams(self) -> int:
+        with self.store.reading() as db:
+            found = db.execute(
+                "SELECT count(*) FROM (SELECT DISTINCT cluster, group_id, timeline "
+                "FROM kstore_events WHERE position <= ?)",
+                [self.last_position],
+            ).fetchone()
         return int(found[0])
 
 
@@ -125,7 +100,6 @@ def export_store(store: Store, out: Path) -> ExportResult:
     fresh_folder(out)
     export = _Export(store)
     write_parquet(export.event_batches(), event_schema(), out / "events")
-    with store.reading() as db:
-        write_parquet(export.assignment_batches(db), assignment_schema(), out / "assignments")
-        streams = export.streams(db)
+    write_parquet(export.assignment_batches(), assignment_schema(), out / "assignments")
+    streams = export.streams()
     return ExportResult(export.events, export.assignments, streams)

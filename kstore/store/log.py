@@ -31,6 +31,7 @@ from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
 from kstore.store.events import Event, StreamId, parse_stored_event
 from kstore.store.fold import GroupState
 from kstore.store.projections import (
+    ASSIGNMENT_COLUMNS,
     Projector,
     StreamHead,
 )
@@ -649,6 +650,36 @@ class Store:
             if len(page) < _READ_PAGE:
                 return
             after = page[-1][0]
+
+    def event_pages(self, size: int) -> Iterator[pa.Table]:
+        """The log's rows as stored (``data`` JSON text, ``at`` naive UTC), in log order,
+        ``size`` rows a page, each page read in a window of its own (bulk readers)."""
+        sql = (
+            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
+            "ORDER BY position LIMIT ?"
+        )
+        after = 0
+        while True:
+            with self._window(write=False) as conn:
+                page: pa.Table = conn._db.execute(sql, [after, size]).to_arrow_table()
+            if page.num_rows:
+                yield page
+                after = page.column("position")[-1].as_py()
+            if page.num_rows < size:
+                return
+
+    def assignment_batches(self, upto: int, size: int) -> Iterator[pa.RecordBatch]:
+        """``kstore_assignments`` rows of the events up to log position ``upto``, in one
+        read window, by stream and version, each event's rows in the order stored."""
+        stream = "cluster, group_id, timeline"
+        with self._window(write=False) as conn:
+            yield from conn._db.execute(
+                f"SELECT {_cols(ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
+                f"WHERE ({stream}, version) IN "
+                f"(SELECT {stream}, version FROM kstore_events WHERE position <= ?) "
+                f"ORDER BY {stream}, version, rowid",
+                [upto],
+            ).to_arrow_reader(size)
 
     def checkpoint(self, key: str) -> Any:
         """The position last stored under ``key`` (JSON), or None."""
