@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     EventData,

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from kstore.analytics import run_query
 from kstore.analytics.replay import replay
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     EventData,

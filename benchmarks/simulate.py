@@ -14,10 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kstore.assignors import assign
-from kstore.protocol.settings import Protocol
+from kstore.model.events import AssignmentCompleted
+from kstore.model.fold import GroupState
+from kstore.model.strategies import Protocol
 from kstore.simulate import generate, run_scenario
-from kstore.store.events import AssignmentCompleted
-from kstore.store.fold import GroupState
 
 __all__ = ["main"]
 

@@ -35,12 +35,12 @@ from rich.table import Table
 from benchmarks._fleet import fleet
 from kstore.analytics import run_query
 from kstore.analytics.replay import replay_events
+from kstore.model import Event, StreamId
 from kstore.spark._export import export_store
 from kstore.spark._frames import read_log
 from kstore.spark._metrics import write_metrics
 from kstore.spark._replay import write_replays
 from kstore.spark._session import build_session
-from kstore.store import Event, StreamId
 from kstore.store.log import Store
 
 __all__ = ["main"]

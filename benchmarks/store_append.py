@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from kstore.store import AssignmentCompleted, Event
+from kstore.model import AssignmentCompleted, Event
 from kstore.store.log import Store
 
 __all__ = ["main"]

@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kstore.store import AssignmentCompleted, Event, RebalanceStarted, StreamId
+from kstore.model import AssignmentCompleted, Event, RebalanceStarted, StreamId
 from kstore.store.log import SNAPSHOT_EVERY, Store
 
 __all__ = ["main"]

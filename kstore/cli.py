@@ -156,7 +156,7 @@ def state_cmd(
 ) -> None:
     """A stream's state (the fold of its events)."""
     from kstore.commands.store import print_state
-    from kstore.store.events import StreamId
+    from kstore.model.events import StreamId
 
     print_state(
         ctx_state.store,

@@ -19,35 +19,27 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 from kstore._errors import UsageError
 from kstore.assignors import TopicPartition, assign, get_assignor
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     EventData,
     RebalanceStarted,
     StreamId,
 )
-from kstore.store.fold import GroupState
+from kstore.model.fold import GroupState
+from kstore.model.ids import event_id
+from kstore.model.strategies import protocol_of
 from kstore.store.log import Store
 
-__all__ = ["ReplayResult", "protocol_of", "replay", "replay_events"]
+__all__ = ["ReplayResult", "replay", "replay_events"]
 
-_COOPERATIVE = frozenset({"cooperative-sticky"})
-_CONSUMER = frozenset({"uniform", "server-range"})
 _BATCH_EVENTS = 1000
 _BATCH_ENTRIES = 1_000_000
 """A replay appends its events in batches (one transaction each) of at most this many
 events or, counting each decision's assigned partitions, about this many entries."""
-
-
-def protocol_of(strategy: str) -> Literal["eager", "cooperative", "consumer"]:
-    """The rebalance protocol a strategy runs under: eager, cooperative or consumer."""
-    if strategy in _COOPERATIVE:
-        return "cooperative"
-    return "consumer" if strategy in _CONSUMER else "eager"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +84,7 @@ class _Replayer:
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
         event = Event(
-            event_id=f"{source.event_id}@{self.target.timeline}{suffix}"[:200],
+            event_id=event_id("replay", self.target, source.event_id, suffix),
             cluster=self.target.cluster,
             group=self.target.group,
             timeline=self.target.timeline,

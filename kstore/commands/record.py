@@ -72,7 +72,7 @@ def record_offsets(
     cluster: str,
     topic: str,
 ) -> None:
-    from kstore.store.events import parse_event
+    from kstore.model.events import parse_event
     from kstore.store.log import Store
 
     store = Store(store_path)

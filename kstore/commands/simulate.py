@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kstore._errors import UsageError
-from kstore.protocol.settings import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
+from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
 

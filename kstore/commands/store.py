@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kstore._errors import UsageError
-from kstore.store.events import StreamId, format_time, parse_event_lines
+from kstore.model.events import StreamId, format_time, parse_event_lines
 from kstore.store.log import Store
 
 __all__ = [

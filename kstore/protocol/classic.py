@@ -36,9 +36,7 @@ from typing import Literal
 
 from kstore._java import HashSetOrder, hash_order, string_hash
 from kstore.assignors import AssignmentRequest, MemberSubscription, assign
-from kstore.protocol.group import Client, GroupSim
-from kstore.protocol.settings import ProtocolSettings
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     MemberJoined,
@@ -48,6 +46,9 @@ from kstore.store.events import (
     StreamId,
     SubscriptionChanged,
 )
+from kstore.model.strategies import protocol_of
+from kstore.protocol.group import Client, GroupSim
+from kstore.protocol.settings import ProtocolSettings
 
 __all__ = ["ClassicGroupSim", "select_protocol"]
 
@@ -337,7 +338,7 @@ class ClassicGroupSim(GroupSim):
 
     def _request(self, strategy: str) -> AssignmentRequest:
         request = self.state.to_request(strategy)
-        if self.protocol_name == "eager" and strategy == "cooperative-sticky":
+        if self.protocol_name == "eager" and protocol_of(strategy) == "cooperative":
             # Under EAGER every member revoked everything before joining, so the
             # subscriptions carry no owned partitions.
             request = request.model_copy(

@@ -34,9 +34,7 @@ from datetime import datetime
 from typing import Literal
 
 from kstore.assignors import TopicPartition, assign
-from kstore.protocol.group import Client, GroupSim
-from kstore.protocol.settings import ProtocolSettings
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     MemberJoined,
@@ -46,6 +44,8 @@ from kstore.store.events import (
     StreamId,
     SubscriptionChanged,
 )
+from kstore.protocol.group import Client, GroupSim
+from kstore.protocol.settings import ProtocolSettings
 
 __all__ = ["ConsumerGroupSim", "MemberEpochState"]
 

@@ -9,44 +9,22 @@ member has rejoined, a client's heartbeat phase) lives in the protocol classes.
 from __future__ import annotations
 
 import base64
-import hashlib
 import random
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from kstore._errors import KstoreError
 from kstore.assignors import TopicPartition
+from kstore.model.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
+from kstore.model.fold import GroupState
+from kstore.model.ids import event_id, uuid5_bytes, uuid_text
 from kstore.protocol.clock import EventQueue
 from kstore.protocol.find_coordinator import coordinator_partition
 from kstore.protocol.ownership import OwnershipLedger
 from kstore.protocol.settings import ProtocolSettings
-from kstore.store.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
-from kstore.store.fold import GroupState
 
-__all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch", "event_id"]
-
-_NAMESPACE = uuid.UUID("6d1f3c52-8a54-4f0e-9a43-3f1b0e7c2a61")
-_NAMESPACE_BYTES = _NAMESPACE.bytes
-
-
-def _uuid5(name: str) -> bytes:
-    """``uuid.uuid5(_NAMESPACE, name).bytes`` without building a ``UUID`` (a hot path)."""
-    raw = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])
-    raw[6] = (raw[6] & 0x0F) | 0x50
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return bytes(raw)
-
-
-def _uuid_text(raw: bytes) -> str:
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-def event_id(stream: StreamId, version: int) -> str:
-    """The id of a simulated stream's ``version``-th event: the same on every run."""
-    return _uuid_text(_uuid5(f"{stream}#{version}"))
+__all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch"]
 
 
 class ResumeMismatch(KstoreError):
@@ -175,11 +153,11 @@ class GroupSim:
 
     def _new_uuid(self) -> bytes:
         self._ids += 1
-        return _uuid5(f"{self.stream}|{self.seed}|member|{self._ids}")
+        return uuid5_bytes(f"{self.stream}|{self.seed}|member|{self._ids}")
 
     def classic_member_id(self, spec: MemberSpec) -> str:
         """``clientId-UUID`` or, for a static member, ``groupInstanceId-UUID``."""
-        return f"{spec.instance_id or spec.name}-{_uuid_text(self._new_uuid())}"
+        return f"{spec.instance_id or spec.name}-{uuid_text(self._new_uuid())}"
 
     def consumer_member_id(self) -> str:
         """A KIP-848 client's own id: a UUID in Kafka's URL-safe base64 form."""

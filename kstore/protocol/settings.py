@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CLASSIC_STRATEGIES", "CONSUMER_STRATEGIES", "Protocol", "ProtocolSettings"]
-
-Protocol = Literal["eager", "cooperative", "consumer"]
-
-CLASSIC_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
-"""Client-side assignors of the classic protocol (``partition.assignment.strategy``)."""
-
-CONSUMER_STRATEGIES = ("uniform", "server-range")
-"""Broker-side assignors of the consumer protocol (KIP-848, ``group.remote.assignor``)."""
+__all__ = ["ProtocolSettings"]
 
 
 class ProtocolSettings(BaseModel):

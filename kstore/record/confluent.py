@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kstore._errors import KstoreError, UsageError
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     EventData,
@@ -50,6 +50,8 @@ from kstore.store.events import (
     SubscriptionChanged,
     TopicChanged,
 )
+from kstore.model.ids import event_id
+from kstore.model.strategies import protocol_of
 
 __all__ = [
     "MemberReport",
@@ -60,8 +62,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("kstore.record")
-_NAMESPACE = uuid.UUID("a3f4b0f2-6c1e-4d0b-b5f1-2e7c9d3a4b58")
-_COOPERATIVE = frozenset({"cooperative-sticky"})
 _METADATA_MAGIC = b"CGMDv2:"
 ReportKind = Literal["assign", "revoke", "lost", "close"]
 REPORTED_REASON = "from member reports"
@@ -102,7 +102,7 @@ class MemberReport:
 
     @property
     def cooperative(self) -> bool:
-        return self.strategy in _COOPERATIVE
+        return protocol_of(self.strategy) == "cooperative"
 
     def held_in_generation(self, closing: bool) -> list[TopicPartition]:
         """What the member held in its generation, when this is its last report of it.
@@ -142,7 +142,7 @@ class RecordingListener:
         self.holds: set[TopicPartition] = set()
         self.generation = -1
         self._seq = 0
-        self._cooperative = strategy in _COOPERATIVE
+        self._cooperative = protocol_of(strategy) == "cooperative"
         directory = Path(reports)
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / f"{group}.{os.getpid()}.{uuid.uuid4().hex[:8]}.jsonl"
@@ -313,7 +313,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 generation=generation,
                 strategy=strategy,
                 assignment={m: holds.get(m, []) for m in sorted(members)},
-                protocol="cooperative" if strategy in _COOPERATIVE else "eager",
+                protocol=protocol_of(strategy),
             )
         )
         at = max(report.at for report in round_reports)
@@ -336,7 +336,7 @@ def _events(
         key = f"{cluster}/{group}/{name}/{index}/{digest}"
         events.append(
             Event(
-                event_id=f"report-{uuid.uuid5(_NAMESPACE, key)}",
+                event_id=event_id("confluent", key),
                 cluster=cluster,
                 group=group,
                 at=datetime.fromtimestamp(at, UTC),

@@ -45,6 +45,7 @@ from kafka.protocol.consumer.metadata import (
 )
 
 from kstore.assignors import AssignmentRequest, MemberSubscription, assign, strategies
+from kstore.model.strategies import protocol_of
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import DescribedGroup, DescribedMember, diff, recorded_state
 from kstore.store.log import Store
@@ -86,7 +87,7 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         return self._name
 
     def supported_protocols(self) -> list[RebalanceProtocol]:
-        if self._name == "cooperative-sticky":
+        if protocol_of(self._name) == "cooperative":
             return [RebalanceProtocol.COOPERATIVE]
         return [RebalanceProtocol.EAGER]
 

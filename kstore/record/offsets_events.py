@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import uuid
 from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -42,6 +41,19 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from kstore._errors import UsageError
+from kstore.model.events import (
+    AssignmentCompleted,
+    Event,
+    EventData,
+    MemberJoined,
+    MemberLeft,
+    MemberReplaced,
+    RebalanceStarted,
+    SubscriptionChanged,
+    TopicChanged,
+)
+from kstore.model.ids import event_id
+from kstore.model.strategies import wire_protocol
 from kstore.record.offsets_codec import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -64,17 +76,6 @@ from kstore.record.offsets_codec import (
     decode_key,
     decode_value,
 )
-from kstore.store.events import (
-    AssignmentCompleted,
-    Event,
-    EventData,
-    MemberJoined,
-    MemberLeft,
-    MemberReplaced,
-    RebalanceStarted,
-    SubscriptionChanged,
-    TopicChanged,
-)
 
 __all__ = [
     "DumpFormatError",
@@ -84,10 +85,7 @@ __all__ = [
     "read_dump",
 ]
 
-_EVENT_NAMESPACE = uuid.UUID("5b0e7c52-8f1e-4c1e-9a57-2f4d0c6b9e31")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_COOPERATIVE_STRATEGIES = frozenset({"cooperative-sticky"})
-_EAGER_STRATEGIES = frozenset({"range", "roundrobin", "sticky"})
 # The coordinator's first configured assignor (group.consumer.assignors) by default.
 _DEFAULT_SERVER_ASSIGNOR = "uniform"
 
@@ -174,7 +172,7 @@ class _Emitter:
         name = f"{self.cluster}/{self.group}/{source.partition}/{source.offset}/{index}"
         try:
             event = Event(
-                event_id=str(uuid.uuid5(_EVENT_NAMESPACE, name)),
+                event_id=event_id("offsets", name),
                 cluster=self.cluster,
                 group=self.group,
                 timeline="recorded",
@@ -457,10 +455,7 @@ def _classic(value: GroupMetadataValue, track: _Group, out: _Emitter) -> None:
         if count > track.partitions.get(topic, 0):
             _topic_changed(track, out, topic, count, track.racks.get(topic))
     strategy = value.protocol or "unknown"
-    if strategy in _COOPERATIVE_STRATEGIES:
-        protocol: str | None = "cooperative"
-    else:
-        protocol = "eager" if strategy in _EAGER_STRATEGIES else None
+    protocol = wire_protocol(strategy)
     out.emit(
         _data(
             AssignmentCompleted,

@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import threading
-import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,15 +33,7 @@ from typing import Any, Protocol
 from kafka.errors import KafkaError
 
 from kstore._errors import KstoreError
-from kstore.record.config import KafkaSettings
-from kstore.record.offsets_codec import (
-    Assignment,
-    OffsetsDecodeError,
-    Subscription,
-    decode_assignment,
-    decode_subscription,
-)
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     EventData,
@@ -55,7 +46,17 @@ from kstore.store.events import (
     TopicChanged,
     TopicDeleted,
 )
-from kstore.store.fold import GroupState
+from kstore.model.fold import GroupState
+from kstore.model.ids import event_id
+from kstore.model.strategies import wire_protocol
+from kstore.record.config import KafkaSettings
+from kstore.record.offsets_codec import (
+    Assignment,
+    OffsetsDecodeError,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+)
 from kstore.store.log import ConcurrencyError, Store
 
 __all__ = [
@@ -70,9 +71,6 @@ __all__ = [
 ]
 
 INFERRED_REASON = "inferred by poller"
-_NAMESPACE = uuid.UUID("0d3c7a3e-51b4-4c55-8f0e-7b7f3f0c2a61")
-_COOPERATIVE = frozenset({"cooperative-sticky"})
-_EAGER = frozenset({"range", "roundrobin", "sticky"})
 log = logging.getLogger("kstore.record")
 # A poll failing with these is the broker's or the network's doing: retry with backoff.
 _RETRIED = (KafkaError, OSError, TimeoutError)
@@ -228,10 +226,7 @@ def _changes(
         generation = (state.generation or 0) + 1
         reason = f"{INFERRED_REASON}: {_what_changed(assignment, before, group, state)}"
     out.append(RebalanceStarted(generation=generation, reason=reason))
-    if group.protocol in _COOPERATIVE:
-        protocol: str | None = "cooperative"
-    else:
-        protocol = "eager" if group.protocol in _EAGER else None
+    protocol = wire_protocol(group.protocol)
     payload: dict[str, Any] = {
         "generation": generation,
         "strategy": group.protocol or "unknown",
@@ -281,7 +276,7 @@ def diff(
         name = f"{cluster}/{group.group_id}/{state.version}/{index}/{digest}"
         events.append(
             Event(
-                event_id=f"poll-{uuid.uuid5(_NAMESPACE, name)}",
+                event_id=event_id("poll", name),
                 cluster=cluster,
                 group=group.group_id,
                 timeline="recorded",

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from kstore._errors import KstoreError, UsageError
+from kstore.model.events import Event, parse_event
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import OffsetsDecodeError
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
-from kstore.store.events import Event, parse_event
 from kstore.store.log import CheckpointWrite, ConcurrencyError, Store
 
 __all__ = [

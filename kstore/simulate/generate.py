@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from kstore._errors import UsageError
-from kstore.protocol.settings import Protocol
+from kstore.model.strategies import Protocol
 from kstore.simulate.scenario import Scenario
 
 __all__ = ["KINDS", "generate"]

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kstore.model.events import Event, StreamId
 from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
 from kstore.protocol.group import GroupSim, MemberSpec, ResumeMismatch
 from kstore.simulate.scenario import MemberGroup, Scenario, Step
-from kstore.store.events import Event, StreamId
 
 if TYPE_CHECKING:
     from kstore.store.log import Store

@@ -21,12 +21,8 @@ from pydantic import (
 )
 
 from kstore._errors import UsageError
-from kstore.protocol.settings import (
-    CLASSIC_STRATEGIES,
-    CONSUMER_STRATEGIES,
-    Protocol,
-    ProtocolSettings,
-)
+from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
+from kstore.protocol.settings import ProtocolSettings
 
 __all__ = [
     "MemberGroup",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kstore.model.events import StreamId
 from kstore.protocol.group import GroupSim
-from kstore.store.events import StreamId
 
 __all__ = ["Summary", "summarise"]
 

@@ -19,7 +19,6 @@ very large dumps.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +26,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from kstore.model.events import EventError, parse_event
+from kstore.model.ids import event_id
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import STREAM_COLUMNS, write_partitioned
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, event_schema, events_to_arrow, spark_schema
-from kstore.store.events import EventError, parse_event
 
 __all__ = ["IngestResult", "ingest_dumps"]
 
-_NAMESPACE = uuid.UUID("6f1c2a8e-5b7d-4c1e-9a3f-0d2b4e6a8c10")
 
 _PARSED = pa.schema(
     [
@@ -61,7 +60,7 @@ def _parse(file: str, number: int, text: str) -> tuple[LogRow | None, str | None
     except json.JSONDecodeError as exc:
         return None, f"line {number}: not JSON: {exc.msg} at column {exc.colno}"
     if isinstance(raw, dict) and "event_id" not in raw:
-        raw["event_id"] = str(uuid.uuid5(_NAMESPACE, f"{file}\n{number}"))
+        raw["event_id"] = event_id("ingest", file, number)
     try:
         return LogRow(0, 0, parse_event(raw)), None
     except EventError as exc:

@@ -19,10 +19,10 @@ from pyspark.accumulators import Accumulator, AccumulatorParam
 from kstore._errors import UsageError
 from kstore.analytics.replay import replay_events
 from kstore.assignors import get_assignor
+from kstore.model.events import StreamId
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import map_streams, write_partitioned
 from kstore.spark._schema import LogRow, event_schema, events_to_arrow
-from kstore.store.events import StreamId
 
 __all__ = ["replay_log", "write_replays"]
 

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from pydantic.fields import FieldInfo
 from pydantic_core import from_json
 
-from kstore.store.events import EVENT_TYPES, Event, parse_stored_event
+from kstore.model.events import EVENT_TYPES, Event, parse_stored_event
 
 __all__ = [
     "ASSIGNMENT_COLUMNS",

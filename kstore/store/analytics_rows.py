@@ -42,9 +42,9 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kstore.assignors import TopicPartition
+from kstore.model.events import AssignmentCompleted
+from kstore.model.fold import GroupState
 from kstore.store._columns import Column
-from kstore.store.events import AssignmentCompleted
-from kstore.store.fold import GroupState
 
 __all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows", "Decision"]
 

@@ -26,10 +26,10 @@ from pydantic_core import from_json
 from sqlalchemy.pool import NullPool
 
 from kstore._errors import KstoreError, UsageError
+from kstore.model.events import Event, StreamId, parse_stored_event
+from kstore.model.fold import GroupState
 from kstore.store._columns import Column
 from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
-from kstore.store.events import Event, StreamId, parse_stored_event
-from kstore.store.fold import GroupState
 from kstore.store.projections import (
     ASSIGNMENT_COLUMNS,
     Projector,

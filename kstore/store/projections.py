@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kstore.assignors import TopicPartition
+from kstore.model.events import AssignmentCompleted, Event, MemberReplaced
+from kstore.model.fold import GroupState
 from kstore.store._columns import Column
 from kstore.store.analytics_rows import AnalyticsRows, Decision
-from kstore.store.events import AssignmentCompleted, Event, MemberReplaced
-from kstore.store.fold import GroupState
 
 __all__ = ["ASSIGNMENT_COLUMNS", "OWNERSHIP_COLUMNS", "Projector", "StreamHead"]
 

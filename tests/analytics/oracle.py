@@ -9,7 +9,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     MemberJoined,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kstore.store import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
+from kstore.model import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
 from kstore.store.log import Store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)

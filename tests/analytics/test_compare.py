@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from kstore.analytics import run_query
 from kstore.analytics.replay import replay
 from kstore.analytics.report import compare
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     EventData,

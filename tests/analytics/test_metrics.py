@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kstore.analytics import run_query
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     EventData,

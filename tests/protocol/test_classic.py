@@ -5,10 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kstore._java import hash_order
-from kstore.protocol.classic import ClassicGroupSim, select_protocol
-from kstore.protocol.group import MemberSpec
-from kstore.protocol.settings import ProtocolSettings
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     MemberJoined,
@@ -17,6 +14,9 @@ from kstore.store.events import (
     RebalanceStarted,
     StreamId,
 )
+from kstore.protocol.classic import ClassicGroupSim, select_protocol
+from kstore.protocol.group import MemberSpec
+from kstore.protocol.settings import ProtocolSettings
 
 STREAM = StreamId("default", "g", "sim/test")
 

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from kstore.analytics.replay import replay_events
+from kstore.model import Event, StreamId, fold
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
-from kstore.store import Event, StreamId, fold
 from kstore.store.log import Store
 from tests.broker import Broker
 from tests.record.test_offsets_events import CLASSIC

@@ -12,8 +12,8 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from kstore.assignors import assign
+from kstore.model import fold
 from kstore.record.kafka_python import recording_assignor
-from kstore.store import fold
 from kstore.store._lock import store_lock
 from kstore.store.log import Store
 

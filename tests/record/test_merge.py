@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kstore.model import Event, fold
 from kstore.record.confluent import MemberReport, group_generation, merge_reports
-from kstore.store import Event, fold
 from kstore.store.log import Store
 
 TP = tuple[str, int]

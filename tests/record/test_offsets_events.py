@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kstore.model import fold, parse_event
 from kstore.record.offsets_codec import (
     Assignment,
     ConsumerGroupMemberMetadataValue,
@@ -33,7 +34,6 @@ from kstore.record.offsets_events import (
     events_from_dump,
     read_dump,
 )
-from kstore.store import fold, parse_event
 from tests.record import kafka_encode as enc
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "consumer-offsets"

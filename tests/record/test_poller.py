@@ -10,6 +10,7 @@ import pytest
 from kafka.errors import KafkaConnectionError
 
 from kstore._errors import KstoreError
+from kstore.model import Event, GroupState, fold
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import (
     INFERRED_REASON,
@@ -18,7 +19,6 @@ from kstore.record.poller import (
     Poller,
     diff,
 )
-from kstore.store import Event, GroupState, fold
 from kstore.store.log import Store
 from tests.record import kafka_encode as enc
 

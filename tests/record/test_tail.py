@@ -12,9 +12,9 @@ import duckdb
 import pytest
 
 from kstore._errors import KstoreError
+from kstore.model import fold
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
 from kstore.record.tail import OffsetsTailer, SourceError, checkpoint_key
-from kstore.store import fold
 from kstore.store.log import Store
 from tests.record.test_offsets_events import CLASSIC, _dump_line
 

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kstore.model.events import StreamId
 from kstore.simulate import generate, run_scenario
 from kstore.simulate.runner import FLUSH_EVERY
-from kstore.store.events import StreamId
 from kstore.store.log import Store
 
 KIND, MEMBERS, STEPS, SEED = "autoscaling", 20, 1_000, 5

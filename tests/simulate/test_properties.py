@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kstore.model.events import AssignmentCompleted, Event, MemberReplaced, RebalanceStarted
+from kstore.model.fold import GroupState
 from kstore.simulate import generate, run_scenario
-from kstore.store.events import AssignmentCompleted, Event, MemberReplaced, RebalanceStarted
-from kstore.store.fold import GroupState
 
 _runs = st.tuples(
     st.sampled_from(["steady-churn", "autoscaling", "flapping-member", "rolling-deploy"]),

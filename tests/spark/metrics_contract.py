@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks._fleet import fleet
-from kstore.spark._metrics import METRIC_COLUMNS
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     EventData,
@@ -27,6 +26,7 @@ from kstore.store import (
     SubscriptionChanged,
     TopicChanged,
 )
+from kstore.spark._metrics import METRIC_COLUMNS
 from tests.spark.reference import reference_metrics
 from tests.store.events_gen import streams
 

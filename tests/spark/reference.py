@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from kstore.store import AssignmentCompleted, Event, GroupState, MemberReplaced, RebalanceStarted
+from kstore.model import AssignmentCompleted, Event, GroupState, MemberReplaced, RebalanceStarted
 
 __all__ = ["reference_metrics"]
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 
 from benchmarks._fleet import fleet
 from kstore.cli import main
+from kstore.model import EVENT_TYPES, Event, TopicChanged
 from kstore.spark._export import export_store
 from kstore.spark._schema import (
     LogRow,
@@ -22,7 +23,6 @@ from kstore.spark._schema import (
     events_to_arrow,
 )
 from kstore.spark._session import parse_conf
-from kstore.store import EVENT_TYPES, Event, TopicChanged
 from kstore.store.log import Store
 from tests.store.events_gen import streams
 

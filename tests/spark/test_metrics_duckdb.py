@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kstore.analytics import run_query
-from kstore.store import Event
+from kstore.model import Event
 from kstore.store.log import Store
 from tests.spark.metrics_contract import MetricsContract
 

@@ -10,10 +10,10 @@ import pytest
 
 from benchmarks._fleet import fleet
 from kstore.analytics import run_query
+from kstore.model import Event
 from kstore.spark._export import export_store
 from kstore.spark._frames import read_log
 from kstore.spark._metrics import METRIC_COLUMNS, WINDOW_COLUMNS, metrics_of, summarise
-from kstore.store import Event
 from kstore.store.log import Store
 from tests.spark.metrics_contract import MetricsContract, comparable
 

@@ -16,12 +16,12 @@ from benchmarks._fleet import fleet, group_events
 from kstore.analytics import run_query, run_sql
 from kstore.analytics.replay import replay
 from kstore.cli import main
+from kstore.model import Event, EventError, StreamId, parse_event_line
 from kstore.spark._export import export_store
 from kstore.spark._frames import read_log
 from kstore.spark._ingest import ingest_dumps
 from kstore.spark._replay import write_replays
 from kstore.spark._schema import LogRow, arrow_to_events
-from kstore.store import Event, EventError, StreamId, parse_event_line
 from kstore.store.log import Store
 from tests.spark.metrics_contract import comparable
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from kstore.store import AssignmentCompleted
+from kstore.model import AssignmentCompleted
 from kstore.store.log import Store
 from tests.store.events_gen import make_event
 

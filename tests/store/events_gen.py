@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     EventData,

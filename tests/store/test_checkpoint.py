@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from kstore.store import Event, TopicChanged
+from kstore.model import Event, TopicChanged
 from kstore.store.log import CheckpointWrite, ConcurrencyError, Store
 from kstore.store.schema import HEAD, REVISIONS
 from tests.store.events_gen import make_event
@@ -120,7 +120,7 @@ def test_the_migration_upgrades_and_downgrades(store: Store) -> None:
 
 _WRITER = """
 import sys
-from kstore.store import Event, TopicChanged
+from kstore.model import Event, TopicChanged
 from kstore.store.log import CheckpointWrite, Store
 from tests.store.events_gen import make_event
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kstore.store import (
+from kstore.model import (
     EVENT_TYPES,
     AssignmentCompleted,
     Event,

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstore.assignors import AssignmentRequest
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     GroupState,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     EventData,

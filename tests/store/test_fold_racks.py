@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kstore.assignors import assign, strategies
-from kstore.store import Event, MemberJoined, TopicChanged, fold
+from kstore.model import Event, MemberJoined, TopicChanged, fold
 
 
 @pytest.mark.parametrize("strategy", strategies())

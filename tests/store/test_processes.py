@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kstore.store import StreamId
+from kstore.model import StreamId
 from kstore.store.log import Store
 from tests.store.test_store import projection_rows
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kstore.store import StreamId
+from kstore.model import StreamId
 from kstore.store.log import SchemaError, Store
 from kstore.store.schema import HEAD, REVISIONS
 from tests.store.test_store import completed, projection_rows

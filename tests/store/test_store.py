@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kstore.store import (
+from kstore.model import (
     AssignmentCompleted,
     Event,
     MemberJoined,

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition
-from kstore.store.events import (
+from kstore.model.events import (
     AssignmentCompleted,
     Event,
     MemberJoined,

@@ -1,0 +1,105 @@
+"""The strategy catalogue: every assignment strategy kstore knows and the protocol it runs under.
+
+One rule in one place: whoever needs to know whether a strategy rebalances eagerly,
+cooperatively (KIP-429) or under the consumer protocol (KIP-848) asks here. The
+assignors themselves live in ``kstore.assignors`` (its registry maps the same names to
+their code; a test keeps the two lists equal).
+
+``client`` names the library whose algorithm a classic strategy reproduces: ``kafka``
+for Apache Kafka's Java clients (the plain names), other libraries under a prefix
+(``librdkafka:cooperative-sticky``). Broker-side strategies have ``client`` ``broker``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+from kstore._errors import UsageError
+
+__all__ = [
+    "CATALOGUE",
+    "CLASSIC_STRATEGIES",
+    "CONSUMER_STRATEGIES",
+    "Protocol",
+    "Strategy",
+    "UnknownStrategy",
+    "protocol_of",
+    "strategy",
+    "wire_protocol",
+]
+
+Protocol = Literal["eager", "cooperative", "consumer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """One strategy: its contract name, the protocol it runs under and whose algorithm it is."""
+
+    name: str
+    protocol: Protocol
+    client: str
+    """``kafka`` (Apache Kafka's Java clients), ``broker`` (KIP-848), ``kstore`` or a library."""
+
+    @property
+    def base(self) -> str:
+        """The Kafka name this strategy is a flavour of (``librdkafka:range`` -> ``range``)."""
+        return self.name.rsplit(":", 1)[-1]
+
+    @property
+    def classic(self) -> bool:
+        return self.protocol != "consumer"
+
+
+def _catalogue(*entries: Strategy) -> dict[str, Strategy]:
+    return {entry.name: entry for entry in entries}
+
+
+CATALOGUE: dict[str, Strategy] = _catalogue(
+    Strategy("range", "eager", "kafka"),
+    Strategy("roundrobin", "eager", "kafka"),
+    Strategy("sticky", "eager", "kafka"),
+    Strategy("cooperative-sticky", "cooperative", "kafka"),
+    Strategy("uniform", "consumer", "broker"),
+    Strategy("server-range", "consumer", "broker"),
+    # kstore's own: the least movement any balanced assignment could have made. It is a
+    # yardstick, replayed as an eager strategy (every decision free to move anything).
+    Strategy("optimal", "eager", "kstore"),
+)
+
+CLASSIC_STRATEGIES = tuple(
+    name for name, entry in CATALOGUE.items() if entry.classic and entry.client == "kafka"
+)
+"""Kafka's client-side assignors of the classic protocol (``partition.assignment.strategy``)."""
+
+CONSUMER_STRATEGIES = tuple(name for name, entry in CATALOGUE.items() if not entry.classic)
+"""Broker-side assignors of the consumer protocol (KIP-848, ``group.remote.assignor``)."""
+
+
+class UnknownStrategy(UsageError):
+    """A strategy name the catalogue does not hold; the message names the nearest ones."""
+
+
+def strategy(name: str) -> Strategy:
+    """The catalogue's entry for ``name``, or ``UnknownStrategy`` naming the nearest names."""
+    found = CATALOGUE.get(name)
+    if found is None:
+        near = difflib.get_close_matches(name, list(CATALOGUE), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise UnknownStrategy(
+            f"strategy: unknown strategy {name!r} (known: {', '.join(CATALOGUE)}){hint}"
+        )
+    return found
+
+
+def protocol_of(name: str) -> Protocol:
+    """The rebalance protocol ``name`` runs under: eager, cooperative or consumer."""
+    return strategy(name).protocol
+
+
+def wire_protocol(name: str | None) -> Protocol | None:
+    """The protocol of a classic strategy named on the wire (a JoinGroup's protocol name),
+    or None where the name is not one kstore knows."""
+    found = CATALOGUE.get(name or "")
+    return found.protocol if found is not None and found.classic else None
