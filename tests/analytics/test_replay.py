@@ -163,7 +163,8 @@ def test_a_cut_inside_a_source_events_outputs_resumes_with_its_follow_up(
     follow_up = next(
         i
         for i, event in enumerate(expected)
-        if event["type"] == "RebalanceStarted" and event["data"]["reason"] == "cooperative follow-up"
+        if event["type"] == "RebalanceStarted"
+        and event["data"]["reason"] == "cooperative follow-up"
     )
     stream = StreamId("default", "g", "replay/cooperative-sticky")
     store.append(list(replay_events(source, stream, "cooperative-sticky"))[:follow_up])
@@ -208,7 +209,8 @@ def test_resume_refuses_a_timeline_that_is_not_a_prefix_of_the_replay(store: Sto
     ]
     store.append(other)
     with pytest.raises(
-        UsageError, match=r"its event 1 is '[0-9a-f-]{36}' \(TopicChanged\), the replay's '[0-9a-f-]{36}'"
+        UsageError,
+        match=r"its event 1 is '[0-9a-f-]{36}' \(TopicChanged\), the replay's '[0-9a-f-]{36}'",
     ):
         replay(store, group="g", strategy="range", source="other", timeline="mine", resume=True)
     assert _timeline(store, mine) == stored
