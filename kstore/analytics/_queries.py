@@ -1,4 +1,7 @@
-"""The named queries of ``queries/*.sql`` and the runner that binds their parameters.
+"""The named queries of ``kstore/queries/*.sql`` and the runner that binds their parameters.
+
+The query files ship inside the package and load with ``importlib.resources``, so an
+installed wheel has them (the repository's top-level ``queries/`` links to them).
 
 A query file starts with a header of ``--`` lines: ``-- NAME: what it answers``, more
 text, and optionally ``-- Required: $a, $b``. Its parameters are the ``$name`` tokens of
@@ -14,7 +17,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from kstore._errors import KstoreError, UsageError
@@ -32,7 +36,7 @@ __all__ = [
     "run_sql",
 ]
 
-QUERIES_DIR = Path(__file__).resolve().parents[2] / "queries"
+QUERIES_DIR: Traversable = files("kstore") / "queries"
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _INCLUDE = re.compile(r"@([a-z_]+)\b")
@@ -82,8 +86,9 @@ def _load(name: str) -> Query:
 
 
 def queries() -> list[Query]:
-    """Every query of ``queries/``, by name."""
-    return [_load(path.stem) for path in sorted(QUERIES_DIR.glob("*.sql"))]
+    """Every query of ``kstore/queries/``, by name."""
+    names = [p.name.removesuffix(".sql") for p in QUERIES_DIR.iterdir() if p.name.endswith(".sql")]
+    return [_load(name) for name in sorted(names)]
 
 
 def get_query(name: str) -> Query:

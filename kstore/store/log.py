@@ -52,7 +52,8 @@ SNAPSHOT_EVERY = 100
 """A stream gets a snapshot once it has moved this many versions past its last one."""
 
 _READ_PAGE = 5000
-_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS = "kstore.store:migrations"
+"""Alembic's ``script_location``: the migrations ship in the package (importlib.resources)."""
 
 _STREAM_COLUMNS = ("cluster", "group_id", "timeline")
 _EVENT_COLUMNS: tuple[str, ...] = ("position", "event_id", *_STREAM_COLUMNS, "version", "type")
@@ -333,7 +334,7 @@ class Store:
             if before is not None and before not in REVISIONS:
                 self._check_schema(conn)  # raises: newer than this code
             config = Config()
-            config.set_main_option("script_location", str(_MIGRATIONS))
+            config.set_main_option("script_location", MIGRATIONS)
             config.attributes["connection"] = conn.sa
             order = {None: -1, "base": -1} | {r: i for i, r in enumerate(REVISIONS)}
             if target not in order:

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from kstore.model import StreamId
-from kstore.store.log import SchemaError, Store
+from kstore.store.log import MIGRATIONS, SchemaError, Store
 from kstore.store.schema import HEAD, REVISIONS
 from tests.store.test_store import completed, projection_rows
 
@@ -25,7 +25,7 @@ def test_revisions_match_the_migrations() -> None:
     from alembic.script import ScriptDirectory
 
     config = Config()
-    config.set_main_option("script_location", str(Path(__file__).parents[2] / "migrations"))
+    config.set_main_option("script_location", MIGRATIONS)
     script = ScriptDirectory.from_config(config)
     history = [s.revision for s in reversed(list(script.walk_revisions()))]
     assert tuple(history) == REVISIONS and script.get_current_head() == HEAD
