@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,14 @@ from kstore.model.events import Event, StreamId, parse_stored_event
 from kstore.model.fold import GroupState
 from kstore.store._columns import Column
 from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
+from kstore.store.interface import (
+    AppendResult,
+    CheckpointWrite,
+    ConcurrencyError,
+    QueryResult,
+    StoredEvent,
+    StreamInfo,
+)
 from kstore.store.projections import (
     ASSIGNMENT_COLUMNS,
     Projector,
@@ -87,50 +94,6 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 
 class SchemaError(KstoreError):
     """No store, or a store whose schema revision this code cannot use as it is."""
-
-
-class ConcurrencyError(KstoreError):
-    """A stream moved past the version an append expected; nothing was stored."""
-
-    exit_code = 4
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """An event as the log holds it: with its global position and stream version."""
-
-    position: int
-    version: int
-    event: Event
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    stored: int
-    already: int
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointWrite:
-    """A recorder's new position, stored by ``append`` in the transaction of its events.
-
-    ``value`` is JSON (dict keys come back as strings). ``expected`` is the value the
-    recorder read or last wrote (None: it had none): when the stored one differs,
-    another writer moved it, and the append raises ``ConcurrencyError``, storing nothing.
-    """
-
-    key: str
-    value: Any
-    expected: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class StreamInfo:
-    stream: StreamId
-    events: int
-    first_at: datetime
-    last_at: datetime
-    generation: int | None
 
 
 def _q(name: str) -> str:
@@ -383,9 +346,11 @@ class Store:
             if unique:
                 with _no_gc():
                     heads = self._write_batch(conn, list(unique.values()), expected_version)
-        if unique:
-            self._heads.update(heads)
-        return AppendResult(len(unique), len(present))
+        if not unique:
+            return AppendResult(0, len(present))
+        self._heads.update(heads)
+        versions = {stream: head.state.version for stream, head in heads.items()}
+        return AppendResult(len(unique), len(present), versions)
 
     def _write_checkpoint(self, conn: _Conn, checkpoint: CheckpointWrite) -> None:
         found = conn.rows("SELECT position FROM kstore_checkpoints WHERE key = ?", [checkpoint.key])
@@ -681,6 +646,36 @@ class Store:
                 f"ORDER BY {stream}, version, rowid",
                 [upto],
             ).to_arrow_reader(size)
+
+    def page(self, after: int, limit: int) -> list[StoredEvent]:
+        """At most ``limit`` events after log position ``after``, in log order."""
+        with self._window(write=False) as conn:
+            rows = conn.rows(
+                f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
+                "ORDER BY position LIMIT ?",
+                [after, limit],
+            )
+        return [_stored(row) for row in rows]
+
+    def version(self, stream: StreamId) -> int:
+        """The stream's version (0: no such stream)."""
+        where, params = _stream_where(stream)
+        with self._window(write=False) as conn:
+            found = conn.rows(f"SELECT version FROM kstore_streams WHERE {where}", params)
+        return int(found[0][0]) if found else 0
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> QueryResult:
+        """Read-only SQL over the store's tables and views."""
+        import duckdb
+
+        with self.reading() as db:
+            try:
+                cursor = db.execute(sql, params)
+            except duckdb.Error as exc:
+                raise KstoreError(f"SQL: {str(exc).splitlines()[0]}") from None
+            if cursor.description is None:
+                return QueryResult([], [])
+            return QueryResult([d[0] for d in cursor.description], cursor.fetchall())
 
     def checkpoint(self, key: str) -> Any:
         """The position last stored under ``key`` (JSON), or None."""

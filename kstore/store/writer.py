@@ -1,0 +1,180 @@
+"""The one way producers write: ids, resume, batches, expected versions, checkpoints.
+
+Every producer (simulate, replay, the recorders, ``kstore append``) hands its events to
+a ``Writer`` on any ``EventStore``; the writer imports no database. It
+
+- makes events and their ids by the one recipe (``stamp``: ``kstore.model.ids.event_id``
+  of the names the producer gives the fact, and with ``content`` a digest of its data);
+- resumes from what is stored: ``stored(stream)`` gives the events a deterministic
+  producer derives again and checks, ``state(stream)`` the stream's fold for a producer
+  that diffs against it, ``saved`` the checkpoint it left;
+- batches (``add`` flushes at ``batch_events`` events or about ``batch_entries``
+  assigned partitions) and appends every batch with the expected version of each of its
+  streams, the version this writer last saw stored, so two writers of one stream never
+  interleave (the second gets ``ConcurrencyError``, nothing stored);
+- stores the producer's checkpoint in the transaction of the batch (``flush(position)``).
+
+A producer that folds its own events (the simulator, replay) hands its fold to ``add``;
+the writer keeps it as the stream's fold instead of folding the events again. For the
+others the writer keeps the
+fold itself, advanced by what it appends, and asks the store to fold only when another
+writer moved the stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from itertools import islice
+from typing import Any
+
+from kstore.model.events import AssignmentCompleted, Event, EventData, StreamId
+from kstore.model.fold import GroupState
+from kstore.model.ids import event_id
+from kstore.store.interface import AppendResult, CheckpointWrite, EventStore
+
+__all__ = ["Writer", "content_digest", "stamp"]
+
+
+def content_digest(data: EventData) -> str:
+    """A short digest of an event's type and data (ids of facts named by their content)."""
+    body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def stamp(
+    stream: StreamId,
+    at: datetime,
+    data: EventData,
+    *name: object,
+    content: bool = False,
+    trusted: bool = False,
+) -> Event:
+    """A new event of ``stream``, its id ``event_id(*name)`` (``content``: the data's
+    digest appended to the last name, as ``name/digest``). ``trusted``: built from values
+    the producer made itself, not validated again (a hot path)."""
+    parts = list(name)
+    if content:
+        parts[-1] = f"{parts[-1]}/{content_digest(data)}"
+    fields: dict[str, Any] = {
+        "event_id": event_id(*parts),
+        "cluster": stream.cluster,
+        "group": stream.group,
+        "timeline": stream.timeline,
+        "at": at,
+        "data": data,
+    }
+    return Event.model_construct(**fields) if trusted else Event(**fields)
+
+
+class Writer:
+    """A producer's events into ``store``, in batches, each at the versions it expects."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        checkpoint: str | None = None,
+        batch_events: int = 1000,
+        batch_entries: int = 1_000_000,
+    ) -> None:
+        self.store = store
+        self.batch_events = batch_events
+        self.batch_entries = batch_entries
+        self.key = checkpoint
+        self.saved: Any = store.checkpoint(checkpoint) if checkpoint is not None else None
+        """The checkpoint as stored when the writer started or last flushed."""
+        self.stored_count = 0
+        self.already = 0
+        self._versions: dict[StreamId, int] = {}
+        self._folds: dict[StreamId, GroupState] = {}
+        self._producer_folds: set[StreamId] = set()
+        self._pending: list[Event] = []
+        self._entries = 0
+
+    # --- resuming -------------------------------------------------------------------------
+
+    def version(self, stream: StreamId) -> int:
+        """The stream's version as this writer knows it stored (read once, then kept)."""
+        known = self._versions.get(stream)
+        if known is None:
+            known = self._versions[stream] = self.store.version(stream)
+        return known
+
+    def stored(self, stream: StreamId) -> Iterator[Event]:
+        """The stream's stored events, in order, up to the version this writer resumes
+        from (for a producer that derives them again and checks them)."""
+        version = self._versions[stream] = self.store.version(stream)
+        if not version:
+            return iter(())
+        found = self.store.events(
+            cluster=stream.cluster, group=stream.group, timeline=stream.timeline
+        )
+        return (s.event for s in islice(found, version))
+
+    def state(self, stream: StreamId) -> GroupState:
+        """The stream's fold at its stored version (do not change it): the writer's own
+        while nobody else moved the stream, else the store's."""
+        version = self._versions[stream] = self.store.version(stream)
+        held = self._folds.get(stream)
+        if held is None or held.version != version:
+            held = self.store.state(stream) if version else GroupState()
+            self._folds[stream] = held
+            self._producer_folds.discard(stream)
+            self._versions[stream] = held.version
+        return held
+
+    # --- writing --------------------------------------------------------------------------
+
+    def add(self, events: Iterable[Event], fold: GroupState | None = None) -> None:
+        """Queue ``events``; a full batch is flushed. ``fold``: the producer's fold of its
+        stream, these events included (the writer then folds nothing itself)."""
+        for event in events:
+            self._pending.append(event)
+            if isinstance(event.data, AssignmentCompleted):
+                self._entries += sum(map(len, event.data.assignment.values()))
+        if fold is not None and fold.stream is not None:
+            self._folds[fold.stream] = fold
+            self._producer_folds.add(fold.stream)
+        if len(self._pending) >= self.batch_events or self._entries >= self.batch_entries:
+            self.flush()
+
+    def flush(self, position: Any = None) -> AppendResult:
+        """Append what is queued, each stream at the version expected, and ``position``
+        as the checkpoint (when the writer has a key) in the same transaction."""
+        batch, self._pending, self._entries = self._pending, [], 0
+        checkpoint = None
+        if self.key is not None and position is not None:
+            checkpoint = CheckpointWrite(self.key, position, expected=self.saved)
+        if not batch and checkpoint is None:
+            return AppendResult(0, 0)
+        counts = Counter(event.stream for event in batch)
+        expected = {stream: self.version(stream) for stream in counts}
+        result = self.store.append(batch, expected, checkpoint=checkpoint)
+        if checkpoint is not None:
+            self.saved = json.loads(json.dumps(position))
+        self.stored_count += result.stored
+        self.already += result.already
+        for stream, count in counts.items():
+            # Events skipped as stored already sit where this writer would have put them
+            # (a second recorder of the same facts): the stream moved by them all the same.
+            self._versions[stream] = result.versions.get(stream, expected[stream] + count)
+        self._advance(batch)
+        return result
+
+    def _advance(self, batch: list[Event]) -> None:
+        """The writer's own folds take the batch (the producers' have it already)."""
+        for event in batch:
+            held = self._folds.get(event.stream)
+            if held is not None and event.stream not in self._producer_folds:
+                held.apply(event)
+
+    def forget(self, stream: StreamId) -> None:
+        """Drop what the writer knows of ``stream`` (after a ``ConcurrencyError``: the
+        next ``state`` or ``version`` reads it from the store again)."""
+        self._versions.pop(stream, None)
+        self._folds.pop(stream, None)
+        self._producer_folds.discard(stream)

@@ -1,0 +1,168 @@
+"""The writer: batches at expected versions, resume, checkpoints, folds, ids."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstore.model import AssignmentCompleted, MemberJoined, StreamId, TopicChanged, event_id, fold
+from kstore.model.fold import GroupState
+from kstore.store.interface import ConcurrencyError, EventStore
+from kstore.store.log import Store
+from kstore.store.memory import MemoryStore
+from kstore.store.testing import G, H, T0, history
+from kstore.store.writer import Writer, content_digest, stamp
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts the folds it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folds = 0
+
+    def state(self, stream: StreamId, **at: Any) -> GroupState:
+        self.folds += 1
+        return super().state(stream, **at)
+
+
+@pytest.fixture(params=["memory", "duckdb"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventStore]:
+    if request.param == "memory":
+        yield MemoryStore()
+    else:
+        created = Store(tmp_path / "kstore.duckdb")
+        created.init()
+        yield created
+
+
+def test_batches_go_in_at_the_versions_expected(store: EventStore) -> None:
+    events = history(G, 4)  # 11 events
+    writer = Writer(store, batch_events=4)
+    writer.add(events[:3])
+    assert store.version(G) == 0
+    writer.add(events[3:6])
+    assert store.version(G) == 6  # a full batch went in
+    writer.add(events[6:9])
+    # Another writer appends to the stream meanwhile: the queued batch must not follow it.
+    other = history(G, 1, prefix="other")[:1]
+    store.append(other)
+    with pytest.raises(ConcurrencyError):
+        writer.add(events[9:])
+    assert [s.event for s in store.events()] == [*events[:6], *other]
+    assert writer.stored_count == 6
+
+
+def test_big_assignments_flush_early(store: EventStore) -> None:
+    events = history(G, 3)
+    writer = Writer(store, batch_entries=8)
+    writer.add(events[:5])  # one assignment: 4 entries
+    assert store.version(G) == 0
+    writer.add(events[5:7])  # 8 entries
+    assert store.version(G) == 7
+    writer.add(events[7:])
+    writer.flush()
+    assert store.version(G) == len(events)
+
+
+def test_a_new_writer_resumes_from_what_is_stored(store: EventStore) -> None:
+    events = history(G, 3)
+    first = Writer(store)
+    first.add(events[:4])
+    first.flush()
+    second = Writer(store)
+    assert list(second.stored(G)) == events[:4]
+    assert list(second.stored(H)) == []
+    second.add(events[4:])
+    second.flush()
+    assert [s.event for s in store.events()] == events
+    # The first writer's view is stale: its next batch is refused, not interleaved.
+    first.add(history(G, 1, prefix="late")[:1])
+    with pytest.raises(ConcurrencyError):
+        first.flush()
+    first.forget(G)
+    first.add(history(G, 1, prefix="late")[:1])
+    first.flush()
+    assert store.version(G) == len(events) + 1
+
+
+def test_events_stored_already_move_the_version_all_the_same(store: EventStore) -> None:
+    events = history(G, 2)
+    one, two = Writer(store), Writer(store)
+    assert two.version(G) == 0
+    one.add(events[:3])
+    one.flush()
+    # A second recorder of the same facts stores nothing new and goes on where they end.
+    two.add(events[:3])
+    result = two.flush()
+    assert (result.stored, result.already) == (0, 3)
+    two.add(events[3:])
+    two.flush()
+    assert [s.event for s in store.events()] == events
+
+
+def test_checkpoints_go_with_their_batch(store: EventStore) -> None:
+    events = history(H, 2)
+    writer = Writer(store, checkpoint="offsets/x")
+    assert writer.saved is None
+    rival = Writer(store, checkpoint="offsets/x")
+    writer.add(events[:3])
+    writer.flush({"positions": {0: 3}})
+    assert store.checkpoint("offsets/x") == {"positions": {"0": 3}}
+    writer.flush({"positions": {0: 4}})  # nothing new: the position moves all the same
+    assert Writer(store, checkpoint="offsets/x").saved == {"positions": {"0": 4}}
+    rival.add(events[3:])
+    with pytest.raises(ConcurrencyError):
+        rival.flush({"positions": {0: 9}})
+    assert store.version(H) == 3
+    assert store.checkpoint("offsets/x") == {"positions": {"0": 4}}
+
+
+def test_the_writer_keeps_the_fold_while_nobody_moves_the_stream() -> None:
+    store = CountingStore()
+    events = history(G, 3)
+    store.append(events[:4])
+    writer = Writer(store)
+    assert writer.state(G) == fold(events[:4])
+    assert store.folds == 1
+    writer.add(events[4:6])
+    writer.flush()
+    assert writer.state(G) == fold(events[:6])
+    assert store.folds == 1  # advanced by the writer, not folded again by the store
+    store.append(events[6:])
+    assert writer.state(G) == fold(events)
+    assert store.folds == 2
+    assert Writer(store).state(H) == GroupState()
+
+
+def test_a_producers_fold_is_taken_as_it_is() -> None:
+    store = CountingStore()
+    events = history(G, 2)
+    mine = fold(events)
+    writer = Writer(store)
+    writer.add(events, fold=mine)
+    writer.flush()
+    assert writer.state(G) is mine
+    assert store.folds == 0
+
+
+def test_stamp_uses_the_one_recipe() -> None:
+    data = TopicChanged(topic="t", partitions=3)
+    event = stamp(G, T0, data, "poll", "default/g/0/0")
+    assert event.event_id == event_id("poll", "default/g/0/0")
+    assert (event.stream, event.at, event.data) == (G, T0, data)
+    named = stamp(G, T0, data, "poll", "default/g/0/0", content=True)
+    assert named.event_id == event_id("poll", f"default/g/0/0/{content_digest(data)}")
+    other = TopicChanged(topic="t", partitions=4)
+    assert stamp(G, T0, other, "poll", "default/g/0/0", content=True).event_id != named.event_id
+    joined = MemberJoined(member_id="a", topics=["t"])
+    later = stamp(G, T0 + timedelta(seconds=1), joined, "x", trusted=True)
+    assert later.event_id == event_id("x")
+    assert isinstance(
+        stamp(G, T0, AssignmentCompleted(generation=1, strategy="range", assignment={}), 1).data,
+        AssignmentCompleted,
+    )
