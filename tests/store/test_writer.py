@@ -14,7 +14,7 @@ from kstore.model.fold import GroupState
 from kstore.store.interface import ConcurrencyError, EventStore
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
-from kstore.store.testing import G, H, T0, history
+from kstore.store.testing import T0, G, H, history
 from kstore.store.writer import Writer, content_digest, stamp
 
 
