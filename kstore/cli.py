@@ -13,7 +13,7 @@ from typer.exceptions import TyperException
 from kstore._errors import KstoreError
 from kstore.assignors import ContractError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "store_first"]
 
 app = typer.Typer(
     name="kstore",
@@ -97,6 +97,11 @@ def coordinator_cmd(
 _ClusterOpt = Annotated[str | None, typer.Option("--cluster", help="Only this cluster.")]
 _GroupOpt = Annotated[str | None, typer.Option("--group", help="Only this group.")]
 _TimelineOpt = Annotated[str | None, typer.Option("--timeline", help="Only this timeline.")]
+_GroupClusterOpt = Annotated[
+    str | None,
+    typer.Option("--cluster", help="The group's cluster (needed only if it is in several)."),
+]
+_FormatOpt = Annotated[str, typer.Option("--format", help="table, csv, json or jsonl.")]
 
 
 @app.command("init")
@@ -124,9 +129,9 @@ def events_cmd(
     timeline: _TimelineOpt = None,
     since: Annotated[str | None, typer.Option("--since", help="From this time.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Up to this time.")] = None,
-    output: Annotated[str, typer.Option("--format", help="jsonl or table.")] = "jsonl",
+    output: Annotated[str, typer.Option("--format", help="jsonl, json, table or csv.")] = "jsonl",
 ) -> None:
-    """Stored events in log order, as JSON Lines (the form of events.md) or a table."""
+    """Stored events in log order (jsonl and json: the form of events.md)."""
     from kstore.commands.store import print_events
 
     print_events(
@@ -143,7 +148,7 @@ def events_cmd(
 @app.command("state")
 def state_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],
-    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    cluster: _GroupClusterOpt = None,
     timeline: Annotated[str, typer.Option("--timeline")] = "recorded",
     at_version: Annotated[
         int | None, typer.Option("--at-version", help="After this stream version.")
@@ -152,15 +157,18 @@ def state_cmd(
         int | None, typer.Option("--at-generation", help="After this generation's assignment.")
     ] = None,
     at: Annotated[str | None, typer.Option("--at", help="As it was at this time.")] = None,
-    output: Annotated[str, typer.Option("--format", help="json or table.")] = "json",
+    output: Annotated[
+        str, typer.Option("--format", help="json (the whole state), table, csv or jsonl.")
+    ] = "json",
 ) -> None:
     """A stream's state (the fold of its events)."""
     from kstore.commands.store import print_state
-    from kstore.model.events import StreamId
 
     print_state(
         ctx_state.store,
-        StreamId(cluster, group, timeline),
+        cluster=cluster,
+        group=group,
+        timeline=timeline,
         at_version=at_version,
         at_generation=at_generation,
         at=at,
@@ -169,11 +177,11 @@ def state_cmd(
 
 
 @app.command("streams")
-def streams_cmd() -> None:
+def streams_cmd(output: _FormatOpt = "table") -> None:
     """One row per stream: events, first and last time, latest generation."""
     from kstore.commands.store import print_streams
 
-    print_streams(ctx_state.store)
+    print_streams(ctx_state.store, output)
 
 
 @app.command("rebuild")
@@ -234,8 +242,6 @@ def simulate_cmd(
 
 # --- analytics (kstore/analytics) ------------------------------------------------------
 
-_FormatOpt = Annotated[str, typer.Option("--format", help="table, csv or json.")]
-
 
 @app.command("query")
 def query_cmd(
@@ -253,7 +259,7 @@ def query_cmd(
     from kstore.commands.analytics import list_queries, print_query
 
     if list_all:
-        list_queries()
+        list_queries(output)
         return
     if name is None:
         raise typer.BadParameter("give a query name, or --list")
@@ -283,7 +289,7 @@ def sql_cmd(
 def replay_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],
     strategy: Annotated[str, typer.Option("--strategy", help="The strategy to decide with.")],
-    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    cluster: _GroupClusterOpt = None,
     source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
     timeline: Annotated[
         str | None, typer.Option("--timeline", help="The new timeline (default replay/S).")
@@ -313,7 +319,7 @@ def compare_cmd(
     timelines: Annotated[
         str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")
     ] = None,
-    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    cluster: _GroupClusterOpt = None,
     output: _FormatOpt = "table",
 ) -> None:
     """Churn, stickiness and imbalance of a group's timelines side by side."""
@@ -329,7 +335,7 @@ def report_cmd(
     timelines: Annotated[
         str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")
     ] = None,
-    cluster: Annotated[str, typer.Option("--cluster")] = "default",
+    cluster: _GroupClusterOpt = None,
 ) -> None:
     """Write a self-contained HTML report (plots and the compare table)."""
     from kstore.commands.analytics import report
@@ -513,10 +519,34 @@ def spark_metrics_cmd(
     spark_metrics(folders, out, window, _master(master), conf or [])
 
 
+def store_first(args: list[str]) -> list[str]:
+    """``--store PATH`` (or ``--store=PATH``) moved to the front from wherever it stands,
+    so that it is accepted before or after the subcommand (arguments after ``--`` are
+    left alone)."""
+    rest: list[str] = []
+    store: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg == "--store" and i + 1 < len(args):
+            store = ["--store", args[i + 1]]
+            i += 2
+            continue
+        if arg.startswith("--store="):
+            store = [arg]
+        else:
+            rest.append(arg)
+        i += 1
+    return store + rest
+
+
 def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""
     try:
-        result = app(standalone_mode=False)
+        result = app(args=store_first(sys.argv[1:]), standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

@@ -29,6 +29,7 @@ __all__ = [
     "QUERIES_DIR",
     "Query",
     "Result",
+    "check_query",
     "connect",
     "get_query",
     "queries",
@@ -131,8 +132,8 @@ def _execute(db: Any, sql: str, params: Mapping[str, Any] | list[Any]) -> Result
     return Result([d[0] for d in cursor.description], cursor.fetchall())
 
 
-def run_query(store: Store, name: str, params: Mapping[str, Any]) -> Result:
-    """Run query ``name`` with ``params`` bound; parameters it does not use are an error."""
+def check_query(name: str, params: Mapping[str, Any]) -> Query:
+    """Query ``name``, if it takes every parameter of ``params`` and they hold its required ones."""
     query = get_query(name)
     unknown = sorted(set(params) - set(query.parameters))
     if unknown:
@@ -143,6 +144,12 @@ def run_query(store: Store, name: str, params: Mapping[str, Any]) -> Result:
     missing = [p for p in query.required if params.get(p) is None]
     if missing:
         raise UsageError(f"query {name}: parameter {missing[0]!r} is required")
+    return query
+
+
+def run_query(store: Store, name: str, params: Mapping[str, Any]) -> Result:
+    """Run query ``name`` with ``params`` bound; parameters it does not use are an error."""
+    query = check_query(name, params)
     bound = {p: params.get(p) for p in query.parameters}
     with connect(store) as db:
         return _execute(db, query.sql, bound)

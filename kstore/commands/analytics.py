@@ -2,80 +2,39 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
-from datetime import date, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from kstore._errors import UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
+from kstore.analytics._queries import check_query
 from kstore.analytics.replay import replay
 from kstore.analytics.report import compare, timelines_of, write_report
+from kstore.analytics.scope import check_params, resolve
+from kstore.commands._output import check_format, print_rows
 from kstore.store.log import Store
 
 __all__ = ["list_queries", "print_compare", "print_query", "print_sql", "replay_group", "report"]
 
-FORMATS = ("table", "csv", "json")
-
-
-def _plain(value: Any) -> Any:
-    """A JSON/CSV value: times in ISO-8601 (UTC, ``Z``), decimals as numbers."""
-    if isinstance(value, datetime):
-        text = value.isoformat()
-        return text + "Z" if value.tzinfo is None else text
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _console() -> Console:
-    return Console() if sys.stdout.isatty() else Console(width=1000)
-
 
 def print_result(result: Result, output: str, title: str | None = None) -> None:
-    if output not in FORMATS:
-        raise UsageError(f"--format: must be one of {', '.join(FORMATS)}, not {output!r}")
-    if output == "json":
-        rows = [
-            {c: _plain(v) for c, v in zip(result.columns, row, strict=True)} for row in result.rows
-        ]
-        json.dump(rows, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    elif output == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(result.columns)
-        for row in result.rows:
-            writer.writerow(["" if v is None else _plain(v) for v in row])
-    else:
-        table = Table(title=title)
-        for column in result.columns:
-            table.add_column(column)
-        for row in result.rows:
-            table.add_row(
-                *(
-                    "" if v is None else f"{v:.3f}" if isinstance(v, float) else str(_plain(v))
-                    for v in row
-                )
+    print_rows(result.columns, result.rows, output, title)
+
+
+def list_queries(output: str = "table") -> None:
+    rows = [
+        (
+            query.name,
+            query.summary,
+            ", ".join(
+                f"{p}{' (required)' if p in query.required else ''}" for p in query.parameters
             )
-        _console().print(table)
-
-
-def list_queries() -> None:
-    for query in queries():
-        params = ", ".join(
-            f"{p}{' (required)' if p in query.required else ''}" for p in query.parameters
+            or "none",
         )
-        print(f"{query.name}\t{query.summary}\tparameters: {params or 'none'}")
+        for query in queries()
+    ]
+    print_rows(["query", "summary", "parameters"], rows, output)
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -98,14 +57,33 @@ def print_query(
     pairs: list[str],
     output: str,
 ) -> None:
+    check_format(output)
     params: dict[str, Any] = _params(pairs)
     for key, value in (("group", group), ("cluster", cluster), ("timeline", timeline)):
         if value is not None:
+            if params.get(key, value) != value:
+                raise UsageError(f"--{key} and --param {key} differ")
             params[key] = value
-    print_result(run_query(Store(path), name, params), output, title=name)
+    store = Store(path)
+    check_query(name, params)
+    names = [t.strip() for t in str(params.get("timelines") or "").split(",") if t.strip()]
+    scope = resolve(
+        store,
+        cluster=params.get("cluster"),
+        group=params.get("group"),
+        timeline=params.get("timeline"),
+        timelines=names,
+    )
+    if scope.cluster is not None:
+        params["cluster"] = scope.cluster
+    check_params(store, scope, params)
+    print_result(run_query(store, name, params), output, title=name)
 
 
 def print_sql(path: Path, sql: str, output: str) -> None:
+    check_format(output)
+    if not sql.strip():
+        raise UsageError("sql: the SQL text is empty")
     print_result(run_sql(Store(path), sql), output)
 
 
@@ -113,14 +91,18 @@ def replay_group(
     path: Path,
     *,
     group: str,
-    cluster: str,
+    cluster: str | None,
     source: str,
     strategy: str,
     timeline: str | None,
     resume: bool = False,
 ) -> None:
+    store = Store(path)
+    scope = resolve(store, cluster=cluster, group=group, timeline=source)
+    assert scope.cluster is not None
+    cluster = scope.cluster
     done = replay(
-        Store(path),
+        store,
         group=group,
         cluster=cluster,
         source=source,
@@ -141,25 +123,31 @@ def replay_group(
         print(f"kstore: warning: {cluster}/{group} {warning}", file=sys.stderr)
 
 
-def _timelines(store: Store, group: str, cluster: str, given: str | None) -> list[str]:
-    if given is None:
-        return timelines_of(store, group, cluster)
-    names = [name.strip() for name in given.split(",") if name.strip()]
-    if not names:
+def _timelines(
+    store: Store, group: str, cluster: str | None, given: str | None
+) -> tuple[str, list[str]]:
+    """The group's cluster and the timelines asked for (default: all of the group's)."""
+    names = None if given is None else [n.strip() for n in given.split(",") if n.strip()]
+    if names is not None and not names:
         raise UsageError("--timelines: give at least one timeline")
-    return names
+    scope = resolve(store, cluster=cluster, group=group, timelines=names or ())
+    assert scope.cluster is not None
+    return scope.cluster, names or timelines_of(store, group, scope.cluster)
 
 
 def print_compare(
-    path: Path, *, group: str, cluster: str, timelines: str | None, output: str
+    path: Path, *, group: str, cluster: str | None, timelines: str | None, output: str
 ) -> None:
+    check_format(output)
     store = Store(path)
-    names = _timelines(store, group, cluster, timelines)
+    cluster, names = _timelines(store, group, cluster, timelines)
     print_result(compare(store, group, names, cluster), output, title=f"{cluster}/{group}")
 
 
-def report(path: Path, *, group: str, cluster: str, timelines: str | None, out: Path) -> None:
+def report(
+    path: Path, *, group: str, cluster: str | None, timelines: str | None, out: Path
+) -> None:
     store = Store(path)
-    names = _timelines(store, group, cluster, timelines)
+    cluster, names = _timelines(store, group, cluster, timelines)
     plots = write_report(store, group, names, cluster, out)
     print(f"wrote {out} ({plots} plots, timelines {', '.join(names)})")

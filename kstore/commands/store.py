@@ -7,11 +7,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
 from kstore._errors import UsageError
-from kstore.model.events import StreamId, format_time, parse_event_lines
+from kstore.analytics.scope import resolve
+from kstore.commands._output import check_format, print_rows
+from kstore.model.events import parse_event_lines
 from kstore.store.log import Store
 
 __all__ = [
@@ -24,11 +23,6 @@ __all__ = [
 ]
 
 
-def _console() -> Console:
-    # Piped output is not cut to 80 columns: whole ids and times are what a script needs.
-    return Console() if sys.stdout.isatty() else Console(width=1000)
-
-
 def _time(option: str, text: str | None) -> datetime | None:
     """An ISO-8601 time; one without a zone is taken as UTC."""
     if text is None:
@@ -38,12 +32,6 @@ def _time(option: str, text: str | None) -> datetime | None:
     except ValueError:
         raise UsageError(f"{option}: not an ISO-8601 time: {text!r}") from None
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-def _format(option: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise UsageError(f"{option}: must be one of {', '.join(allowed)}, not {value!r}")
-    return value
 
 
 def init_store(path: Path) -> None:
@@ -80,9 +68,12 @@ def print_events(
     until: str | None,
     output: str,
 ) -> None:
-    _format("--format", output, ("jsonl", "table"))
-    found = Store(path).events(
-        cluster=cluster,
+    """``jsonl`` and ``json`` give each event in the form of events.md."""
+    check_format(output)
+    store = Store(path)
+    scope = resolve(store, cluster=cluster, group=group, timeline=timeline)
+    found = store.events(
+        cluster=scope.cluster,
         group=group,
         timeline=timeline,
         since=_time("--since", since),
@@ -92,71 +83,75 @@ def print_events(
         for stored in found:
             sys.stdout.write(stored.event.to_json() + "\n")
         return
-    table = Table("position", "stream", "version", "at", "type", "data")
-    for stored in found:
-        event = stored.event
-        table.add_row(
-            str(stored.position),
-            str(event.stream),
-            str(stored.version),
-            format_time(event.at),
-            event.type,
-            json.dumps(event.data.to_dict(), ensure_ascii=False),
+    if output == "json":
+        sys.stdout.write("[" + ",".join(stored.event.to_json() for stored in found) + "]\n")
+        return
+    rows = [
+        (
+            stored.position,
+            *stored.event.stream,
+            stored.version,
+            stored.event.at,
+            stored.event.type,
+            stored.event.data.to_dict(),
         )
-    _console().print(table)
+        for stored in found
+    ]
+    columns = ["position", "cluster", "group", "timeline", "version", "at", "type", "data"]
+    print_rows(columns, rows, output)
 
 
 def print_state(
     path: Path,
-    stream: StreamId,
     *,
+    cluster: str | None,
+    group: str,
+    timeline: str,
     at_version: int | None,
     at_generation: int | None,
     at: str | None,
     output: str,
 ) -> None:
-    _format("--format", output, ("json", "table"))
-    state = Store(path).state(
+    """``json`` is the fold's whole state; the other formats one row per member."""
+    check_format(output)
+    store = Store(path)
+    stream = resolve(store, cluster=cluster, group=group, timeline=timeline).stream()
+    state = store.state(
         stream, at_version=at_version, at_generation=at_generation, at=_time("--at", at)
     )
     if output == "json":
         print(json.dumps(state.to_dict(), ensure_ascii=False))
         return
-    console = _console()
+    rows = [
+        (
+            member_id,
+            ",".join(member.topics),
+            member.rack,
+            member.instance_id,
+            " ".join(f"{t}-{p}" for t, p in state.assignment.get(member_id, ())),
+        )
+        for member_id, member in state.members.items()
+    ]
     rebalance = state.rebalance
-    console.print(
+    title = (
         f"{stream}  version {state.version}  generation {state.generation}  "
         f"strategy {state.strategy}"
         + (f"  rebalance of generation {rebalance.generation} in progress" if rebalance else "")
+        + "  topics "
+        + " ".join(f"{topic}:{count}" for topic, count in state.topics.items())
     )
-    members = Table("member", "topics", "rack", "instance id", "partitions")
-    for member_id, member in state.members.items():
-        owned = state.assignment.get(member_id, ())
-        members.add_row(
-            member_id,
-            ", ".join(member.topics),
-            member.rack or "",
-            member.instance_id or "",
-            " ".join(f"{t}-{p}" for t, p in owned),
-        )
-    console.print(members)
-    topics = Table("topic", "partitions")
-    for topic, count in state.topics.items():
-        topics.add_row(topic, str(count))
-    console.print(topics)
+    columns = ["member", "topics", "rack", "instance_id", "partitions"]
+    print_rows(columns, rows, output, title=title if output == "table" else None)
 
 
-def print_streams(path: Path) -> None:
-    table = Table("cluster", "group", "timeline", "events", "first", "last", "generation")
-    for info in Store(path).streams():
-        table.add_row(
-            *info.stream,
-            str(info.events),
-            format_time(info.first_at),
-            format_time(info.last_at),
-            "" if info.generation is None else str(info.generation),
-        )
-    _console().print(table)
+def print_streams(path: Path, output: str = "table") -> None:
+    check_format(output)
+    rows = [
+        (*info.stream, info.events, info.first_at, info.last_at, info.generation)
+        for info in Store(path).streams()
+    ]
+    columns = ["cluster", "group", "timeline", "events", "first", "last", "generation"]
+    print_rows(columns, rows, output)
 
 
 def rebuild_store(path: Path) -> None:

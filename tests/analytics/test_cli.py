@@ -73,8 +73,8 @@ def test_parameters_are_bound(filled: Path) -> None:
 
 
 def test_params_list_and_errors(filled: Path) -> None:
-    listed = _kstore(filled, "query", "--list").stdout
-    assert {line.split("\t")[0] for line in listed.splitlines()} >= {
+    listed = _kstore(filled, "query", "--list", "--format", "csv").stdout
+    assert {line.split(",")[0] for line in listed.splitlines()} >= {
         "metrics",
         "windows",
         "key_owner",

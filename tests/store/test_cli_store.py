@@ -59,7 +59,8 @@ def test_store_commands(
     assert code == 0 and [json.loads(line) for line in out.splitlines()] == LINES
     code, out, _ = run(capsys, monkeypatch, "events", "--until", "2026-11-21T09:30:00Z")
     assert [json.loads(line)["event_id"] for line in out.splitlines()] == ["e2"]
-    assert run(capsys, monkeypatch, "events", "--group", "other")[1] == ""
+    code, out, err = run(capsys, monkeypatch, "events", "--group", "other")
+    assert (code, out) == (2, "") and "no group 'other'" in err
 
     code, out, _ = run(
         capsys, monkeypatch, "state", "--group", "orders-consumers", "--cluster", "prod-eu"

@@ -1,0 +1,160 @@
+"""What a command is asked about, checked against what the store holds.
+
+An unknown cluster, group, timeline, member or topic, or a parameter value a query
+cannot mean, is an error naming the nearest known names, never an empty answer. A group
+found in exactly one cluster needs no cluster.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kstore._errors import UsageError
+from kstore.analytics._queries import run_sql
+from kstore.model.events import StreamId
+from kstore.store.log import Store
+
+__all__ = ["Scope", "check_params", "resolve", "unknown"]
+
+WINDOWS = ("hour", "day")
+
+
+def unknown(what: str, name: str, known: Iterable[str], where: str = "") -> UsageError:
+    """``no <what> '<name>'<where>`` with the nearest known names (or all, when few)."""
+    names = sorted(set(known))
+    near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    near += [n for n in names if n.startswith(name) and n not in near][: 3 - len(near)]
+    if near:
+        hint = f"; did you mean {', '.join(near)}?"
+    elif names and len(names) <= 8:
+        hint = f" (known: {', '.join(names)})"
+    elif names:
+        hint = f" ({len(names)} known, e.g. {', '.join(names[:3])})"
+    else:
+        hint = " (there is none)"
+    return UsageError(f"no {what} {name!r}{where}{hint}")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    cluster: str | None
+    group: str | None
+    timeline: str | None
+    streams: tuple[StreamId, ...]
+    """The store's streams within the scope."""
+
+    def stream(self) -> StreamId:
+        assert self.cluster is not None and self.group is not None
+        return StreamId(self.cluster, self.group, self.timeline or "recorded")
+
+
+def resolve(
+    store: Store,
+    *,
+    cluster: str | None = None,
+    group: str | None = None,
+    timeline: str | None = None,
+    timelines: Iterable[str] = (),
+) -> Scope:
+    """Check each name given against the store's streams; infer a group's one cluster."""
+    streams = [info.stream for info in store.streams()]
+    if cluster is not None:
+        if cluster not in {s.cluster for s in streams}:
+            raise unknown("cluster", cluster, (s.cluster for s in streams))
+        streams = [s for s in streams if s.cluster == cluster]
+    where = "" if cluster is None else f" in cluster {cluster!r}"
+    if group is not None:
+        found = [s for s in streams if s.group == group]
+        if not found:
+            raise unknown("group", group, (s.group for s in streams), where)
+        clusters = sorted({s.cluster for s in found})
+        if cluster is None:
+            if len(clusters) > 1:
+                raise UsageError(
+                    f"group {group!r} is in clusters {', '.join(clusters)}: give --cluster"
+                )
+            cluster = clusters[0]
+        streams = found
+        where = f" of {cluster}/{group}"
+    for name in [*([timeline] if timeline is not None else []), *timelines]:
+        if name not in {s.timeline for s in streams}:
+            raise unknown("timeline", name, (s.timeline for s in streams), where)
+    if timeline is not None:
+        streams = [s for s in streams if s.timeline == timeline]
+    return Scope(cluster, group, timeline, tuple(streams))
+
+
+def _where(scope: Scope, prefix: str = "") -> tuple[str, list[Any]]:
+    clauses, params = ["TRUE"], []
+    for column, value in (
+        ("cluster", scope.cluster),
+        ("group_id", scope.group),
+        ("timeline", scope.timeline),
+    ):
+        if value is not None:
+            clauses.append(f"{prefix}{column} = ?")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+def _integer(name: str, value: Any, least: int) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise UsageError(f"--param {name}: not a whole number: {value!r}") from None
+    if number < least:
+        raise UsageError(f"--param {name}: must be at least {least}, not {number}")
+    return number
+
+
+def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
+    """Each documented query parameter's value means something in ``scope``."""
+    where, args = _where(scope)
+    if (window := params.get("window")) is not None and window not in WINDOWS:
+        raise unknown("window", str(window), WINDOWS)
+    if (count := params.get("storm_count")) is not None:
+        _integer("storm_count", count, 1)
+    if (seconds := params.get("storm_seconds")) is not None:
+        try:
+            ok = float(str(seconds)) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise UsageError(f"--param storm_seconds: not a positive number: {seconds!r}")
+    if (at := params.get("at")) is not None:
+        try:
+            datetime.fromisoformat(str(at))
+        except ValueError:
+            raise UsageError(f"--param at: not an ISO-8601 time: {at!r}") from None
+    if (member := params.get("member")) is not None:
+        members = run_sql(
+            store,
+            f"SELECT DISTINCT member FROM kstore_member_events WHERE {where} "
+            f"UNION SELECT DISTINCT member FROM kstore_assignments WHERE {where}",
+            [*args, *args],
+        )
+        known = {str(row[0]) for row in members.rows if row[0] is not None}
+        if member not in known:
+            raise unknown("member", str(member), known)
+    if (topic := params.get("topic")) is not None:
+        sizes = run_sql(
+            store,
+            f"SELECT topic, max(partitions) FROM kstore_topic_events WHERE {where} GROUP BY topic",
+            args,
+        )
+        known_topics = {str(t): int(n or 0) for t, n in sizes.rows}
+        if topic not in known_topics:
+            raise unknown("topic", str(topic), known_topics)
+        if (partition := params.get("partition")) is not None:
+            number = _integer("partition", partition, 0)
+            if number >= known_topics[topic]:
+                raise UsageError(
+                    f"--param partition: topic {topic!r} has partitions 0 to "
+                    f"{known_topics[topic] - 1}, not {number}"
+                )
+    elif (partition := params.get("partition")) is not None:
+        _integer("partition", partition, 0)

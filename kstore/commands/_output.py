@@ -1,0 +1,152 @@
+"""Rows on standard output, one convention for every command that prints rows.
+
+``--format table|csv|json|jsonl``. Values are printed verbatim: a table cell is plain
+text (never read as Rich markup or emoji codes), times are ISO-8601 (``Z`` for UTC).
+A table fits the terminal by wrapping cells at spaces; a word (a number, an id, a time)
+is never broken or cut. When even that cannot fit, the table is printed at the width it
+needs and standard error says to use ``--format csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kstore._errors import UsageError
+
+__all__ = ["FORMATS", "check_format", "plain", "print_rows"]
+
+FORMATS = ("table", "csv", "json", "jsonl")
+_PIPE_WIDTH = 1_000_000
+"""Piped output is not fitted to any width: whole rows are what a script needs."""
+
+
+def check_format(output: str, allowed: Sequence[str] = FORMATS) -> str:
+    if output not in allowed:
+        raise UsageError(f"--format: must be one of {', '.join(allowed)}, not {output!r}")
+    return output
+
+
+def plain(value: Any) -> Any:
+    """A JSON/CSV value: times in ISO-8601 (UTC, ``Z``), decimals as numbers."""
+    if isinstance(value, datetime):
+        text = value.isoformat()
+        return text + "Z" if value.tzinfo is None else text.replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    value = plain(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _terminal_width() -> int:
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console().width
+    return _PIPE_WIDTH
+
+
+def _fit(natural: list[int], least: list[int], room: int) -> list[int]:
+    """Column widths within ``room``: whole columns first, the narrowest needs first."""
+    if sum(natural) <= room:
+        return natural
+    widths = list(least)
+    spare = room - sum(least)
+    order = sorted(range(len(natural)), key=lambda i: natural[i] - least[i])
+    for done, i in enumerate(order):
+        share = spare // (len(order) - done)
+        grow = min(natural[i] - least[i], share)
+        widths[i] += grow
+        spare -= grow
+    return widths
+
+
+def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) -> None:
+    natural: list[int] = []
+    least: list[int] = []
+    for i, name in enumerate(columns):
+        values = [row[i] for row in cells]
+        word = max((len(w) for v in values for w in v.split()), default=0)
+        natural.append(max([len(name), *(len(line) for v in values for line in v.splitlines())]))
+        header_word = max((len(w) for w in name.split()), default=0)
+        least.append(max(word, min(header_word, max(word, 4)), 1))
+    overhead = 3 * len(columns) + 1  # a space either side of each cell, and the borders
+    width = _terminal_width()
+    room = width - overhead
+    if sum(least) > room:
+        print(
+            f"kstore: note: the table needs {sum(least) + overhead} columns, the terminal "
+            f"has {width}; use --format csv (or json) for rows that fit anywhere",
+            file=sys.stderr,
+        )
+        room = sum(least)
+    widths = _fit(natural, least, room)
+    table = Table(title=None if title is None else Text(title))
+    for name, w in zip(columns, widths, strict=True):
+        table.add_column(Text(name), width=w, overflow="fold")
+    for row in cells:
+        table.add_row(*(Text(v) for v in row))
+    console = Console(
+        width=sum(widths) + overhead if width == _PIPE_WIDTH else max(width, room + overhead),
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=False,
+    )
+    console.print(table)
+
+
+def print_rows(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    output: str,
+    title: str | None = None,
+) -> None:
+    """Print ``rows`` (tuples in ``columns`` order) in ``output`` format."""
+    check_format(output)
+    if output in ("json", "jsonl"):
+        records = [{c: plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+        if output == "json":
+            json.dump(records, sys.stdout, ensure_ascii=False)
+            sys.stdout.write("\n")
+        else:
+            for record in records:
+                sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    elif output == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(
+                [
+                    ""
+                    if v is None
+                    else json.dumps(plain(v), ensure_ascii=False)
+                    if isinstance(v, list | tuple | dict)
+                    else plain(v)
+                    for v in row
+                ]
+            )
+    else:
+        _table(columns, [[_cell(v) for v in row] for row in rows], title)
