@@ -1,9 +1,13 @@
-"""Golden files of Apache Kafka's own assignors, and the one helper that checks them.
+"""Golden files of Apache Kafka's and librdkafka's own assignors, and the one helper
+that checks them.
 
 ``tests/golden/<strategy>.jsonl`` holds, per strategy, every request of
 ``shared/oracle/vectors`` with the result Kafka's Java assignor gave (``source`` says
 which vector file and ``line`` which line it came from). ``kafka-errors`` lines have no
 result: Kafka throws on them, kstore must answer with a valid assignment and a warning.
+``tests/golden/librdkafka-<name>.jsonl`` holds strategy ``librdkafka:<name>``: the
+requests of ``shared/oracle/librdkafka/vectors.jsonl`` with librdkafka's own answers;
+lines with ``librdkafka_abort`` and no result are requests on which librdkafka crashed.
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ from kstore.assignors import AssignmentResult, assign, validate_request
 
 GOLDEN = Path(__file__).parent / "golden"
 
-__all__ = ["GOLDEN", "Golden", "expected_result", "golden", "validate_all"]
+__all__ = ["GOLDEN", "Golden", "expected_result", "golden", "golden_strategies", "validate_all"]
+
+
+def golden_strategies() -> list[str]:
+    """The strategies that have a golden file (``librdkafka-range`` holds ``librdkafka:range``)."""
+    stems = sorted(p.stem for p in GOLDEN.glob("*.jsonl"))
+    return [s.replace("librdkafka-", "librdkafka:", 1) for s in stems]
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class Golden:
 
 @cache
 def golden(strategy: str) -> tuple[Golden, ...]:
-    path = GOLDEN / f"{strategy}.jsonl"
+    path = GOLDEN / f"{strategy.replace(':', '-')}.jsonl"
     rows = []
     with path.open() as handle:
         for text in handle:

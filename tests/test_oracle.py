@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kstore.assignors import strategies
-from tests.oracle import GOLDEN, validate_all
+from tests.oracle import golden_strategies, validate_all
 
-GOLDEN_STRATEGIES = sorted(p.stem for p in GOLDEN.glob("*.jsonl"))
+GOLDEN_STRATEGIES = golden_strategies()
 
 
 def test_every_kafka_strategy_has_golden_files() -> None:

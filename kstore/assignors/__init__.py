@@ -1,5 +1,8 @@
 """Kafka's partition assignors, exact re-implementations behind one contract.
 
+The plain names are Apache Kafka's Java assignors; ``librdkafka:<name>`` are librdkafka's
+(2.16), which decide differently on the same request.
+
 Ask for a strategy by its Kafka name::
 
     from kstore.assignors import assign, parse_request
@@ -49,6 +52,12 @@ _REGISTRY: dict[str, str] = {
     "uniform": "kstore.assignors.uniform:UNIFORM",
     "server-range": "kstore.assignors.server_range:SERVER_RANGE",
     "optimal": "kstore.assignors.optimal:OPTIMAL",
+    "librdkafka:range": "kstore.assignors._librdkafka_range:LIBRDKAFKA_RANGE",
+    "librdkafka:roundrobin": "kstore.assignors._librdkafka_range:LIBRDKAFKA_ROUNDROBIN",
+    "librdkafka:sticky": "kstore.assignors._librdkafka_sticky:LIBRDKAFKA_STICKY",
+    "librdkafka:cooperative-sticky": (
+        "kstore.assignors._librdkafka_sticky:LIBRDKAFKA_COOPERATIVE_STICKY"
+    ),
 }
 
 _loaded: dict[str, Assignor] = {}
@@ -76,4 +85,7 @@ def get_assignor(name: str) -> Assignor:
 def assign(request: AssignmentRequest) -> AssignmentResult:
     """Answer one request with the strategy it names."""
     assignor = get_assignor(request.strategy)
-    return assignor.assign(normalise(request, owned=assignor.reads_owned))
+    # An assignor with ``raw_owned`` reads owned partitions as the members sent them
+    # (librdkafka hands owned partitions of deleted topics back to their owners).
+    raw = getattr(assignor, "raw_owned", False)
+    return assignor.assign(normalise(request, owned=assignor.reads_owned and not raw))

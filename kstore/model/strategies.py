@@ -66,6 +66,13 @@ CATALOGUE: dict[str, Strategy] = _catalogue(
     # kstore's own: the least movement any balanced assignment could have made. It is a
     # yardstick, replayed as an eager strategy (every decision free to move anything).
     Strategy("optimal", "eager", "kstore"),
+    # librdkafka 2.16's client-side assignors (confluent-kafka, kcat, node-rdkafka ...).
+    # librdkafka has no eager sticky: "librdkafka:sticky" is the target its
+    # cooperative-sticky assignor computes before the cooperative step.
+    Strategy("librdkafka:range", "eager", "librdkafka"),
+    Strategy("librdkafka:roundrobin", "eager", "librdkafka"),
+    Strategy("librdkafka:sticky", "eager", "librdkafka"),
+    Strategy("librdkafka:cooperative-sticky", "cooperative", "librdkafka"),
 )
 
 CLASSIC_STRATEGIES = tuple(
