@@ -1,6 +1,7 @@
 """kstore: an event-sourced history store for Kafka consumer-group rebalances.
 
-The top level holds the stable, pure parts; the store, simulator, recorders, analytics
+The top level holds the stable, pure parts and the errors (one hierarchy under
+``KstoreError``, see ``kstore.errors``); the store, simulator, recorders, analytics
 and Spark pipeline live in their own packages (``kstore.store``, ``kstore.simulate``,
 ``kstore.record``, ``kstore.analytics``, ``kstore.spark``).
 """
@@ -17,6 +18,7 @@ from kstore.assignors import (
     parse_request,
     strategies,
 )
+from kstore.errors import EventError, KstoreError, OffsetsDecodeError, UsageError
 from kstore.partitioner import partition_for_key
 from kstore.protocol.find_coordinator import coordinator_partition
 
@@ -24,7 +26,11 @@ __all__ = [
     "AssignmentRequest",
     "AssignmentResult",
     "ContractError",
+    "EventError",
+    "KstoreError",
     "MemberSubscription",
+    "OffsetsDecodeError",
+    "UsageError",
     "__version__",
     "assign",
     "coordinator_partition",

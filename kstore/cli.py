@@ -11,7 +11,7 @@ import typer
 from typer.exceptions import TyperException
 
 from kstore._errors import KstoreError
-from kstore.assignors import ContractError
+from kstore._extras import missing_extra
 
 __all__ = ["app", "main", "store_first"]
 
@@ -62,7 +62,7 @@ def assign_cmd(
         str, typer.Argument(help="Request file (JSON or JSON Lines), or - for stdin.")
     ] = "-",
 ) -> None:
-    """Answer assignment requests (shared/spec/assignment-contract.md)."""
+    """Answer assignment requests (docs/spec/assignment-contract.md)."""
     from kstore.commands.assign import assign_requests
 
     assign_requests(file)
@@ -116,7 +116,7 @@ def init_cmd() -> None:
 def append_cmd(
     file: Annotated[str, typer.Argument(help="Events as JSON Lines, or - for stdin.")] = "-",
 ) -> None:
-    """Append events (shared/spec/events.md); a malformed line stores nothing."""
+    """Append events (docs/spec/events.md); a malformed line stores nothing."""
     from kstore.commands.store import append_events
 
     append_events(ctx_state.store, file)
@@ -553,13 +553,13 @@ def main() -> None:
         _fail("aborted", 130)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
-    except ContractError as exc:
-        _fail(str(exc), 2)
     except KstoreError as exc:
         _fail(str(exc), exc.exit_code)
     except TyperException as exc:  # usage errors: unknown option, bad value ...
         _fail(exc.format_message().replace("\n", " "), 2)
     except Exception as exc:
+        if (hint := missing_extra(exc)) is not None:
+            _fail(hint, 2)
         if os.environ.get("KSTORE_DEBUG"):
             raise
         _fail(f"{type(exc).__name__}: {exc}".replace("\n", " "), 1)

@@ -1,4 +1,4 @@
-"""The assignment contract (``shared/spec/assignment-contract.md``): request and result.
+"""The assignment contract (``docs/spec/assignment-contract.md``): request and result.
 
 A request is parsed and validated once here; assignors receive a normalised
 ``AssignmentRequest`` (owned partitions that do not exist dropped, duplicate topics and
@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from kstore._errors import UsageError
 
 __all__ = [
     "Assignment",
@@ -74,8 +76,11 @@ class AssignmentResult(BaseModel):
         return json.dumps({"assignment": self.assignment}, separators=(",", ":"))
 
 
-class ContractError(ValueError):
-    """A request that does not follow the contract; the message names the field."""
+class ContractError(UsageError, ValueError):
+    """A request that does not follow the contract; the message names the field (exit 2).
+
+    Still a ``ValueError``, as it was before kstore had one error hierarchy.
+    """
 
 
 def _format_error(err: ValidationError) -> str:

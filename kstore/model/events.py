@@ -1,4 +1,4 @@
-"""The events of ``shared/spec/events.md``: an envelope and one data model per type.
+"""The events of ``docs/spec/events.md``: an envelope and one data model per type.
 
 An event is an ``Event`` (the envelope) whose ``data`` is an instance of one of the
 ``EventData`` subclasses below; the class name is the event's ``type``::

@@ -1,4 +1,4 @@
-"""From ``__consumer_offsets`` records to events (``shared/spec/events.md``, timeline ``recorded``).
+"""From ``__consumer_offsets`` records to events (``docs/spec/events.md``, timeline ``recorded``).
 
 ``OffsetsEventBuilder`` takes the records of the topic in log order and keeps, per
 group, what the events so far say (members, subscriptions, generation, known topics).

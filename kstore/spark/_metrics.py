@@ -1,4 +1,4 @@
-"""``kstore spark metrics``: shared/spec/metrics.md per rebalance, and windowed summaries.
+"""``kstore spark metrics``: docs/spec/metrics.md per rebalance, and windowed summaries.
 
 The split of the DuckDB store, run on Spark:
 

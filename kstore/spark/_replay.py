@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.accumulators import Accumulator, AccumulatorParam
 
 from kstore._errors import UsageError
 from kstore.analytics.replay import replay_events
@@ -24,17 +23,24 @@ from kstore.spark._export import fresh_folder
 from kstore.spark._frames import map_streams, write_partitioned
 from kstore.spark._schema import LogRow, event_schema, events_to_arrow
 
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+
 __all__ = ["replay_log", "write_replays"]
 
 
-class _Lines(AccumulatorParam[list[str]]):
-    """Lines added up across tasks (an accumulator's type)."""
+def _lines() -> Any:
+    """An accumulator type adding up lines across tasks (pyspark is imported when used)."""
+    from pyspark.accumulators import AccumulatorParam
 
-    def zero(self, value: list[str]) -> list[str]:
-        return []
+    class Lines(AccumulatorParam[list[str]]):
+        def zero(self, value: list[str]) -> list[str]:
+            return []
 
-    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
-        return value1 + value2
+        def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
+            return value1 + value2
+
+    return Lines()
 
 
 def _replayer(strategies: Sequence[str], warnings: Accumulator[list[str]] | None) -> Any:
@@ -82,7 +88,7 @@ def write_replays(
     """Write the replays under ``out/events``; the number of events written. The
     assignors' warnings (one line each, naming the stream) are added to ``warnings``."""
     fresh_folder(out)
-    found = log.sparkSession.sparkContext.accumulator([], _Lines())
+    found = log.sparkSession.sparkContext.accumulator([], _lines())
     replays = replay_log(log, strategies, source, found).persist()
     try:
         write_partitioned(replays, out / "events", ["timeline", "version"])

@@ -4,7 +4,7 @@
 rows in well under a second, so nothing partition-level is left for query time: each
 ``AssignmentCompleted`` E is settled once, when it is stored (and again, identically, by
 ``rebuild``), into counts per topic and per rebalance. The counts follow
-shared/spec/metrics.md; the SQL adds them up and computes what needs other events
+docs/spec/metrics.md; the SQL adds them up and computes what needs other events
 (``duration_ms``). ``Decision`` is the partition-level reading of E that both this module
 and the ownership projection use, columnar (numpy), so a 10,000-partition event costs a
 few list comprehensions rather than a Python loop with branches per partition.

@@ -6,7 +6,7 @@ Pure code (no DuckDB): a ``StreamHead`` is what a stream's projection needs to g
 ``kstore_ownership``. Appends and ``rebuild`` both go through it, one event at a time,
 so incremental and rebuilt tables agree by construction (and a test checks it).
 
-Ownership follows the ``prev(p)`` of shared/spec/metrics.md: a partition's previous
+Ownership follows the ``prev(p)`` of docs/spec/metrics.md: a partition's previous
 owner is its owner in the latest earlier ``AssignmentCompleted`` that assigned it to
 exactly one member; a double-assigned partition changes nothing; ``MemberReplaced``
 hands the old id's partitions to the new id (a row with cause ``MemberReplaced``).

@@ -1,0 +1,29 @@
+"""The optional parts: which extra brings which module, and the one line that says so.
+
+The base install has the store, the assignors, the simulator, analytics and the report;
+``kstore[spark]`` adds PySpark and ``kstore[kafka]`` the Kafka clients. A command that
+needs a module of a missing extra fails with ``missing_extra``'s line (exit 2).
+"""
+
+from __future__ import annotations
+
+__all__ = ["EXTRAS", "missing_extra"]
+
+EXTRAS: dict[str, str] = {
+    "pyspark": "spark",
+    "py4j": "spark",
+    "kafka": "kafka",
+    "confluent_kafka": "kafka",
+}
+"""Top-level module -> the extra that installs it (pyproject's optional-dependencies)."""
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The line to print when ``exc`` is the import of a module of a missing extra."""
+    if not isinstance(exc, ModuleNotFoundError) or exc.name is None:
+        return None
+    module = exc.name.split(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return None
+    return f"{module} is not installed: pip install 'kstore[{extra}]' (the {extra!r} extra)"

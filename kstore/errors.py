@@ -1,0 +1,29 @@
+"""kstore's errors: one hierarchy under ``KstoreError``.
+
+Every error kstore raises on purpose is a ``KstoreError``; the CLI prints it as one line
+(``kstore: error: <message>``) and exits with its ``exit_code``. ``UsageError`` (exit 2)
+is bad input: a request off the contract, an event, a scenario, a dump or a record that
+cannot be decoded. The store's own errors (``SchemaError``, ``ConcurrencyError``,
+``StoreBusyError``) are exported by ``kstore.store``, which this module does not import.
+"""
+
+from __future__ import annotations
+
+from kstore._errors import KstoreError, UsageError
+from kstore.assignors._contract import ContractError
+from kstore.model.events import EventError
+from kstore.model.strategies import UnknownStrategy
+from kstore.record.offsets_codec import OffsetsDecodeError
+from kstore.record.offsets_events import DumpFormatError
+from kstore.simulate.scenario import ScenarioError
+
+__all__ = [
+    "ContractError",
+    "DumpFormatError",
+    "EventError",
+    "KstoreError",
+    "OffsetsDecodeError",
+    "ScenarioError",
+    "UnknownStrategy",
+    "UsageError",
+]
