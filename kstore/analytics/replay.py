@@ -32,7 +32,8 @@ from kstore.model.events import (
 from kstore.model.fold import GroupState
 from kstore.model.ids import event_id
 from kstore.model.strategies import protocol_of
-from kstore.store.log import Store
+from kstore.store.interface import EventStore
+from kstore.store.writer import Writer
 
 __all__ = ["ReplayResult", "replay", "replay_events"]
 
@@ -213,7 +214,7 @@ def replay_events(
 
 
 def replay(
-    store: Store,
+    store: EventStore,
     *,
     group: str,
     strategy: str,
@@ -229,47 +230,30 @@ def replay(
     """
     get_assignor(strategy)
     target = StreamId(cluster, group, timeline or f"replay/{strategy}")
-    known = {info.stream for info in store.streams()}
-    if StreamId(cluster, group, source) not in known:
+    if StreamId(cluster, group, source) not in {info.stream for info in store.streams()}:
         raise UsageError(f"no stream {cluster}/{group}/{source} in the store")
-    if target in known and not resume:
-        raise UsageError(
-            f"timeline {target.timeline!r} of {cluster}/{group} exists already "
-            "(--resume continues an interrupted replay into it)"
-        )
     started = time.perf_counter()
+    writer = Writer(store, batch_events=_BATCH_EVENTS, batch_entries=_BATCH_ENTRIES)
     # The stored events are matched against the replay's own, event for event (ids,
     # times, data): that finds where the run stopped whatever the ids' length (an id cut
     # at 200 characters cannot be parsed back into its source's), and refuses a target
     # from another strategy or source, which counting alone would take as a prefix.
-    stored = (
-        (s.event for s in store.events(cluster=cluster, group=group, timeline=target.timeline))
-        if target in known
-        else ()
-    )
+    stored = writer.stored(target)
+    if writer.version(target) and not resume:
+        raise UsageError(
+            f"timeline {target.timeline!r} of {cluster}/{group} exists already "
+            "(--resume continues an interrupted replay into it)"
+        )
     replayer = _Replayer(target, strategy, stored)
-    batch: list[Event] = []
-    entries = count = 0
+    count = 0
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
-
-    def flush() -> None:
-        nonlocal batch, entries, count
-        # Appending at the version the run expects keeps two resumers from interleaving.
-        store.append(batch, expected_version=replayer.matched + count)
-        count += len(batch)
-        batch = []
-        entries = 0
-
     for stored_source in source_events:
-        for event in replayer.feed(stored_source.event):
-            batch.append(event)
-            if isinstance(event.data, AssignmentCompleted):
-                entries += sum(map(len, event.data.assignment.values()))
-        if len(batch) >= _BATCH_EVENTS or entries >= _BATCH_ENTRIES:
-            flush()
+        events = list(replayer.feed(stored_source.event))
+        count += len(events)
+        writer.add(events, fold=replayer.state)
     replayer.finish()
-    flush()
+    writer.flush()
     return ReplayResult(
         target,
         count,

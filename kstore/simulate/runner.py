@@ -18,9 +18,10 @@ from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
 from kstore.protocol.group import GroupSim, MemberSpec, ResumeMismatch
 from kstore.simulate.scenario import MemberGroup, Scenario, Step
+from kstore.store.writer import Writer
 
 if TYPE_CHECKING:
-    from kstore.store.log import Store
+    from kstore.store.interface import EventStore
 
 __all__ = ["RunResult", "build_sim", "initial_members", "run_scenario"]
 
@@ -144,7 +145,7 @@ class _Driver:
 def run_scenario(
     scenario: Scenario,
     *,
-    store: Store | None,
+    store: EventStore | None,
     timeline: str,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
@@ -157,27 +158,24 @@ def run_scenario(
     short exactly as a killed one).
     """
     stream = StreamId(scenario.cluster, scenario.group_id, timeline)
-    stored = (
-        [
-            s.event
-            for s in store.events(cluster=stream.cluster, group=stream.group, timeline=timeline)
-        ]
-        if store is not None and store.path.exists()
-        else []
-    )
+    writer = None
+    stored: list[Event] = []
+    if store is not None:
+        writer = Writer(store, batch_events=FLUSH_EVERY)
+        stored = list(writer.stored(stream))
     sim = build_sim(scenario, stream, seed, stored)
     driver = _Driver(sim, scenario)
     appended = 0
 
     def flush() -> None:
         nonlocal appended
-        if store is None or not sim.emitted:
+        if writer is None or not sim.emitted:
             return  # in memory, ``sim.emitted`` keeps the whole run
         batch, sim.emitted = sim.emitted, []
         if stop_after is not None:
             batch = batch[: max(stop_after - appended, 0)]
-        version = len(stored) + appended
-        store.append(batch, expected_version={stream: version})
+        writer.add(batch, fold=sim.state)
+        writer.flush()
         appended += len(batch)
 
     driver.schedule()

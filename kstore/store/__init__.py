@@ -4,22 +4,42 @@
 rest of kstore speaks the model (``kstore.model``), reaches a log through the
 ``EventStore`` interface (``interface``: the DuckDB ``Store`` and the ``MemoryStore``
 implement it; ``testing`` is the contract both pass) and writes through the ``Writer``.
+Names are loaded on first use, so that the interface, the memory store and the writer
+come without DuckDB.
 """
 
 from __future__ import annotations
 
-from kstore.store.interface import (
-    AppendResult,
-    CheckpointWrite,
-    ConcurrencyError,
-    EventStore,
-    QueryResult,
-    StoredEvent,
-    StreamInfo,
-)
-from kstore.store.log import SchemaError, Store
-from kstore.store.memory import MemoryStore
-from kstore.store.writer import Writer
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kstore.store.interface import (
+        AppendResult,
+        CheckpointWrite,
+        ConcurrencyError,
+        EventStore,
+        QueryResult,
+        StoredEvent,
+        StreamInfo,
+    )
+    from kstore.store.log import SchemaError, Store
+    from kstore.store.memory import MemoryStore
+    from kstore.store.writer import Writer
+
+_MODULES = {
+    "AppendResult": "interface",
+    "CheckpointWrite": "interface",
+    "ConcurrencyError": "interface",
+    "EventStore": "interface",
+    "QueryResult": "interface",
+    "StoredEvent": "interface",
+    "StreamInfo": "interface",
+    "SchemaError": "log",
+    "Store": "log",
+    "MemoryStore": "memory",
+    "Writer": "writer",
+}
 
 __all__ = [
     "AppendResult",
@@ -34,3 +54,10 @@ __all__ = [
     "StreamInfo",
     "Writer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kstore.store' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kstore.store.{module}"), name)

@@ -166,3 +166,21 @@ def test_stamp_uses_the_one_recipe() -> None:
         stamp(G, T0, AssignmentCompleted(generation=1, strategy="range", assignment={}), 1).data,
         AssignmentCompleted,
     )
+
+
+def test_producers_write_the_same_through_either_store(tmp_path: Path) -> None:
+    from kstore.analytics.replay import replay
+    from kstore.simulate import generate, run_scenario
+
+    scenario = generate("steady-churn", members=6, steps=40, seed=3, protocol="cooperative")
+    disk = Store(tmp_path / "kstore.duckdb")
+    disk.init()
+    memory = MemoryStore()
+    logs = []
+    for store in (disk, memory):
+        run_scenario(scenario, store=store, timeline="sim/x", seed=3, stop_after=50)
+        run_scenario(scenario, store=store, timeline="sim/x", seed=3)
+        replay(store, group=scenario.group_id, strategy="sticky", source="sim/x")
+        logs.append([(s.position, s.version, s.event.to_dict()) for s in store.events()])
+    assert logs[0] == logs[1]
+    assert len(logs[0]) > 100
