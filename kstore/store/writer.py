@@ -9,10 +9,12 @@ a ``Writer`` on any ``EventStore``; the writer imports no database. It
   producer derives again and checks, ``state(stream)`` the stream's fold for a producer
   that diffs against it, ``saved`` the checkpoint it left;
 - batches (``add`` flushes at ``batch_events`` events or about ``batch_entries``
-  assigned partitions) and appends every batch with the expected version of each of its
-  streams, the version this writer last saw stored, so two writers of one stream never
-  interleave (the second gets ``ConcurrencyError``, nothing stored);
-- stores the producer's checkpoint in the transaction of the batch (``flush(position)``).
+  assigned partitions; ``None``: only when told) and appends every batch with the
+  expected version of each of its streams that it knows (resumed, or seen after its own
+  appends), so two writers of one stream never interleave (the second gets
+  ``ConcurrencyError``, nothing stored);
+- stores the producer's checkpoint in the transaction of the batch (``flush(position)``;
+  a writer with a checkpoint flushes only when told, so no event goes in without it).
 
 A producer that folds its own events (the simulator, replay) hands its fold to ``add``;
 the writer keeps it as the stream's fold instead of folding the events again. For the
@@ -78,8 +80,8 @@ class Writer:
         store: EventStore,
         *,
         checkpoint: str | None = None,
-        batch_events: int = 1000,
-        batch_entries: int = 1_000_000,
+        batch_events: int | None = 1000,
+        batch_entries: int | None = 1_000_000,
     ) -> None:
         self.store = store
         self.batch_events = batch_events
@@ -98,7 +100,8 @@ class Writer:
     # --- resuming -------------------------------------------------------------------------
 
     def version(self, stream: StreamId) -> int:
-        """The stream's version as this writer knows it stored (read once, then kept)."""
+        """The stream's version as this writer knows it stored (read once, then kept and
+        expected by the writer's appends)."""
         known = self._versions.get(stream)
         if known is None:
             known = self._versions[stream] = self.store.version(stream)
@@ -139,7 +142,10 @@ class Writer:
         if fold is not None and fold.stream is not None:
             self._folds[fold.stream] = fold
             self._producer_folds.add(fold.stream)
-        if len(self._pending) >= self.batch_events or self._entries >= self.batch_entries:
+        if self.key is None and (
+            (self.batch_events is not None and len(self._pending) >= self.batch_events)
+            or (self.batch_entries is not None and self._entries >= self.batch_entries)
+        ):
             self.flush()
 
     def flush(self, position: Any = None) -> AppendResult:
@@ -152,16 +158,19 @@ class Writer:
         if not batch and checkpoint is None:
             return AppendResult(0, 0)
         counts = Counter(event.stream for event in batch)
-        expected = {stream: self.version(stream) for stream in counts}
+        expected = {s: self._versions[s] for s in counts if s in self._versions}
         result = self.store.append(batch, expected, checkpoint=checkpoint)
         if checkpoint is not None:
             self.saved = json.loads(json.dumps(position))
         self.stored_count += result.stored
         self.already += result.already
         for stream, count in counts.items():
-            # Events skipped as stored already sit where this writer would have put them
-            # (a second recorder of the same facts): the stream moved by them all the same.
-            self._versions[stream] = result.versions.get(stream, expected[stream] + count)
+            if stream in result.versions:
+                self._versions[stream] = result.versions[stream]
+            elif stream in expected:
+                # Events skipped as stored already sit where this writer would have put
+                # them (a second recorder of the same facts): the stream moved by them.
+                self._versions[stream] = expected[stream] + count
         self._advance(batch)
         return result
 

@@ -184,3 +184,32 @@ def test_producers_write_the_same_through_either_store(tmp_path: Path) -> None:
         logs.append([(s.position, s.version, s.event.to_dict()) for s in store.events()])
     assert logs[0] == logs[1]
     assert len(logs[0]) > 100
+
+
+def test_a_writer_with_a_checkpoint_or_no_batch_size_flushes_only_when_told(
+    store: EventStore,
+) -> None:
+    events = history(G, 4)
+    for writer in (
+        Writer(store, checkpoint="k", batch_events=2, batch_entries=1),
+        Writer(store, batch_events=None, batch_entries=None),
+    ):
+        writer.add(events)
+        assert store.version(G) == 0
+    writer.flush()
+    assert store.version(G) == len(events)
+
+
+def test_only_known_versions_are_expected(store: EventStore) -> None:
+    g, h = history(G, 2), history(H, 2)
+    store.append(g[:2])
+    writer = Writer(store)
+    writer.add(g[2:4])
+    writer.flush()  # G was not resumed: appended after whatever is there
+    assert store.version(G) == 4
+    store.append(h[:1])
+    writer.add([*g[4:], *h[1:]])
+    with pytest.raises(ConcurrencyError):  # G is known now; it moved
+        store.append(history(G, 1, prefix="x")[:1])
+        writer.flush()
+    assert store.version(H) == 1
