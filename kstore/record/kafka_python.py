@@ -45,10 +45,12 @@ from kafka.protocol.consumer.metadata import (
 )
 
 from kstore.assignors import AssignmentRequest, MemberSubscription, assign, strategies
+from kstore.model.events import StreamId
 from kstore.model.strategies import protocol_of
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
-from kstore.record.poller import DescribedGroup, DescribedMember, diff, recorded_state
-from kstore.store.log import Store
+from kstore.record.poller import DescribedGroup, DescribedMember, diff
+from kstore.store.interface import ConcurrencyError, EventStore
+from kstore.store.writer import Writer
 
 __all__ = ["RecordingAssignor", "recording_assignor"]
 
@@ -67,7 +69,7 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
     """kstore's assignor ``strategy`` for kafka-python, recording as the group's leader."""
 
     def __init__(
-        self, strategy: str, store: Store | None, group: str, cluster: str = "default"
+        self, strategy: str, store: EventStore | None, group: str, cluster: str = "default"
     ) -> None:
         if strategy not in strategies():
             raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(strategies())})")
@@ -80,6 +82,7 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self._pending: DescribedGroup | None = None
         self._partition_counts: dict[str, int] = {}
         self._writer: ThreadPoolExecutor | None = None
+        self._store_writer = Writer(store) if store is not None else None
         self._written: Future[None] | None = None
 
     @property
@@ -175,12 +178,17 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         )
         self.generation = generation
         pending, self._pending = self._pending, None
-        if pending is None or self.store is None:
+        if pending is None or self._store_writer is None:
             return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="kstore-record")
         self._written = self._writer.submit(
-            self._record, self.store, pending, self._partition_counts, generation, datetime.now(UTC)
+            self._record,
+            self._store_writer,
+            pending,
+            self._partition_counts,
+            generation,
+            datetime.now(UTC),
         )
 
     def flush(self, timeout: float | None = None) -> None:
@@ -190,19 +198,30 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
 
     def _record(
         self,
-        store: Store,
+        writer: Writer,
         group: DescribedGroup,
         partition_counts: dict[str, int],
         generation: int,
         at: datetime,
     ) -> None:
-        try:
-            state = recorded_state(store, self.cluster, self.group)
-            events = diff(group, state, partition_counts, at, self.cluster, generation=generation)
-            result = store.append(events)
-        except Exception:
-            log.exception("could not record generation %d of %s", generation, self.group)
-            return
+        stream = StreamId(self.cluster, self.group, "recorded")
+        for attempt in range(3):
+            try:
+                state = writer.state(stream)
+                events = diff(group, state, partition_counts, at, self.cluster, generation)
+                writer.add(events)
+                result = writer.flush()
+                break
+            except ConcurrencyError:
+                # Another recorder of the group moved the stream: diff again from it.
+                writer.forget(stream)
+                if attempt == 2:
+                    log.exception("could not record generation %d of %s", generation, self.group)
+                    return
+            except Exception:
+                writer.forget(stream)
+                log.exception("could not record generation %d of %s", generation, self.group)
+                return
         log.info(
             "recorded generation %d of %s: %d events (%d new)",
             generation,
@@ -213,9 +232,12 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
 
 
 def recording_assignor(
-    strategy: str, store: Store | str | Path | None, group: str, cluster: str = "default"
+    strategy: str, store: EventStore | str | Path | None, group: str, cluster: str = "default"
 ) -> RecordingAssignor:
-    """A ``RecordingAssignor`` for ``partition_assignment_strategy`` (store None: no record)."""
-    if store is not None and not isinstance(store, Store):
+    """A ``RecordingAssignor`` for ``partition_assignment_strategy`` (store None: no record;
+    a path: the DuckDB store there)."""
+    if isinstance(store, str | Path):
+        from kstore.store.log import Store
+
         store = Store(store)
     return RecordingAssignor(strategy, store, group, cluster)

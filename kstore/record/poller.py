@@ -21,8 +21,6 @@ stream version they build on and the event's content), so nothing is stored twic
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 from collections.abc import Collection, Mapping
@@ -47,7 +45,6 @@ from kstore.model.events import (
     TopicDeleted,
 )
 from kstore.model.fold import GroupState
-from kstore.model.ids import event_id
 from kstore.model.strategies import wire_protocol
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import (
@@ -57,7 +54,8 @@ from kstore.record.offsets_codec import (
     decode_assignment,
     decode_subscription,
 )
-from kstore.store.log import ConcurrencyError, Store
+from kstore.store.interface import ConcurrencyError, EventStore
+from kstore.store.writer import Writer, stamp
 
 __all__ = [
     "INFERRED_REASON",
@@ -66,7 +64,6 @@ __all__ = [
     "DescribedMember",
     "Poller",
     "diff",
-    "recorded_state",
     "relevant_topics",
 ]
 
@@ -269,30 +266,18 @@ def diff(
     recording group leader); otherwise a changed assignment gets an inferred one. Event
     ids are derived from the stream version and each event's content.
     """
-    events = []
-    for index, data in enumerate(_changes(group, state, topics, generation)):
-        body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
-        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
-        name = f"{cluster}/{group.group_id}/{state.version}/{index}/{digest}"
-        events.append(
-            Event(
-                event_id=event_id("poll", name),
-                cluster=cluster,
-                group=group.group_id,
-                timeline="recorded",
-                at=at,
-                data=data,
-            )
+    stream = StreamId(cluster, group.group_id, "recorded")
+    return [
+        stamp(
+            stream,
+            at,
+            data,
+            "poll",
+            f"{stream.cluster}/{stream.group}/{state.version}/{i}",
+            content=True,
         )
-    return events
-
-
-def recorded_state(store: Store, cluster: str, group: str) -> GroupState:
-    """The fold of the group's ``recorded`` stream (empty when there is none yet)."""
-    stream = StreamId(cluster, group, "recorded")
-    if stream not in {info.stream for info in store.streams()}:
-        return GroupState()
-    return store.state(stream)
+        for i, data in enumerate(_changes(group, state, topics, generation))
+    ]
 
 
 class AdminView(Protocol):
@@ -312,13 +297,13 @@ class Poller:
 
     def __init__(
         self,
-        store: Store,
+        store: EventStore,
         admin: AdminView,
         *,
         cluster: str = "default",
         groups: Collection[str] | None = None,
     ) -> None:
-        self.store = store
+        self.writer = Writer(store)
         self.admin = admin
         self.cluster = cluster
         self.groups = None if groups is None else sorted(groups)
@@ -330,7 +315,8 @@ class Poller:
         ids = self.groups if self.groups is not None else sorted(self.admin.group_ids())
         described = self.admin.describe(ids) if ids else []
         states = {
-            g.group_id: recorded_state(self.store, self.cluster, g.group_id) for g in described
+            g.group_id: self.writer.state(StreamId(self.cluster, g.group_id, "recorded"))
+            for g in described
         }
         wanted: set[str] = set()
         for group in described:
@@ -344,8 +330,10 @@ class Poller:
                 continue
             stream = events[0].stream
             try:
-                result = self.store.append(events, expected_version={stream: state.version})
+                self.writer.add(events)
+                result = self.writer.flush()
             except ConcurrencyError:
+                self.writer.forget(stream)
                 log.info("%s moved on while polling; its changes wait for the next poll", stream)
                 continue
             stored += result.stored

@@ -213,3 +213,25 @@ def test_only_known_versions_are_expected(store: EventStore) -> None:
         store.append(history(G, 1, prefix="x")[:1])
         writer.flush()
     assert store.version(H) == 1
+
+
+def test_a_poller_folds_through_its_writer_not_the_store_each_poll() -> None:
+    from kstore.record.poller import Poller
+    from tests.record.test_poller import AT, FakeAdmin, described, group
+
+    store = CountingStore()
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    two = group(described("a", ["t"], [("t", 0)]), described("b", ["t"], [("t", 1)]))
+    poller = Poller(store, FakeAdmin([[one], [one], [two]], {"t": 2}), groups=["g"])
+    assert [poller.poll_once(AT) for _ in range(3)] == [4, 0, 3]
+    assert store.folds == 0
+    # Another poller moves the stream: the first folds it from the store once, then goes on.
+    three = group(described("b", ["t"], [("t", 0), ("t", 1)]))
+    assert Poller(store, FakeAdmin([[three]], {"t": 2}), groups=["g"]).poll_once(AT) > 0
+    folds = store.folds
+    poller.admin = FakeAdmin([[three], [three], [one]], {"t": 2})
+    assert [poller.poll_once(AT) for _ in range(3)][:2] == [0, 0]
+    assert store.folds == folds + 1
+    assert store.state(StreamId("default", "g", "recorded")).assignment == {
+        "a": (("t", 0), ("t", 1))
+    }
