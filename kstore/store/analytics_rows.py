@@ -208,7 +208,7 @@ class AnalyticsRows:
         topic_loads = np.bincount(
             (owner * width + topic)[decision.pair_first], minlength=len(mcode) * width
         ).reshape(len(mcode), width)
-        revoked_per_topic = Counter(t for t, _ in {tp for _, tp in revoked})
+        revoked_per_topic = Counter(tp[0] for _, tp in revoked)  # (member, partition) pairs
 
         counts = {
             "assigned": _counts(topic, decision.tp_first, width),

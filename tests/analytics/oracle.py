@@ -1,12 +1,16 @@
-"""metrics.md in plain Python, straight from a stream's events: the tests' oracle.
+"""docs/spec/metrics.md in plain Python, straight from the events: the tests' one oracle.
 
-It shares no code with the SQL and its projections.
+Slow and simple: per stream, event by event, with Python sets. It shares no code with
+kstore (not the fold, not the projections, not the SQL or Spark), so every engine that
+computes the metrics (the DuckDB ``metrics`` query, Spark's ``metrics_of``) and the
+golden fixtures of tests/golden/queries are checked against the page itself.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kstore.model import (
@@ -16,6 +20,7 @@ from kstore.model import (
     MemberLeft,
     MemberReplaced,
     RebalanceStarted,
+    StreamId,
     SubscriptionChanged,
     TopicChanged,
     TopicDeleted,
@@ -26,12 +31,20 @@ __all__ = ["metrics"]
 Partition = tuple[str, int]
 
 
-def metrics(events: list[Event]) -> list[dict[str, Any]]:
-    """One dict per AssignmentCompleted, with the columns of the metrics query."""
-    members: dict[str, list[str]] = {}
+def metrics(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """The ``metrics`` rows of every stream in ``events`` (streams in first-seen order),
+    with the query's columns in its order; ``at`` as naive UTC, as the query gives it."""
+    streams: dict[StreamId, list[Event]] = {}
+    for event in events:
+        streams.setdefault(event.stream, []).append(event)
+    return [row for stream in streams.values() for row in _stream(stream)]
+
+
+def _stream(events: list[Event]) -> list[dict[str, Any]]:
+    members: dict[str, list[str]] = {}  # the group's members and their subscriptions
     topics: dict[str, int] = {}
-    last_owner: dict[Partition, str] = {}
-    previous: dict[str, set[Partition]] = {}
+    last_owner: dict[Partition, str] = {}  # prev(p): the last single owner
+    previous: dict[str, set[Partition]] = {}  # the previous AssignmentCompleted
     starts: list[tuple[int, datetime]] = []
     rows = []
     for version, event in enumerate(events, start=1):
@@ -48,30 +61,36 @@ def metrics(events: list[Event]) -> list[dict[str, Any]]:
             if data.member_id in members:  # only MemberJoined makes a member
                 members[data.member_id] = list(data.topics)
         elif isinstance(data, MemberReplaced):
+            # The old id's membership, subscription and partitions are the new id's.
             old, new = data.old_member_id, data.new_member_id
             if old in members:
                 members[new] = members.pop(old)
             last_owner = {tp: new if m == old else m for tp, m in last_owner.items()}
-            if old in previous:  # the new id's own partitions stay its own
+            if old in previous and old != new:  # the new id's own partitions stay its own
                 previous[new] = previous.pop(old) | previous.get(new, set())
         elif isinstance(data, RebalanceStarted):
             starts.append((data.generation, event.at))
         elif isinstance(data, AssignmentCompleted):
             rows.append(_row(event, data, version, members, topics, last_owner, previous, starts))
-            owners = _owners(data)
-            for tp, ms in owners.items():
-                if len(ms) == 1:
-                    last_owner[tp] = next(iter(ms))
+            for tp, holders in _holders(data).items():
+                if len(holders) == 1:
+                    last_owner[tp] = next(iter(holders))
             previous = {m: set(tps) for m, tps in data.assignment.items()}
     return rows
 
 
-def _owners(data: AssignmentCompleted) -> dict[Partition, set[str]]:
-    owners: dict[Partition, set[str]] = {}
+def _holders(data: AssignmentCompleted) -> dict[Partition, set[str]]:
+    holders: dict[Partition, set[str]] = {}
     for member, tps in data.assignment.items():
         for tp in tps:
-            owners.setdefault(tp, set()).add(member)
-    return owners
+            holders.setdefault(tp, set()).add(member)
+    return holders
+
+
+def _millis(delta: timedelta) -> int:
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    # Whole milliseconds, towards zero (the integer division of both engines).
+    return micros // 1000 if micros >= 0 else -(-micros // 1000)
 
 
 def _row(
@@ -84,43 +103,41 @@ def _row(
     previous: dict[str, set[Partition]],
     starts: list[tuple[int, datetime]],
 ) -> dict[str, Any]:
-    owners = _owners(data)
-    single = {tp: next(iter(ms)) for tp, ms in owners.items() if len(ms) == 1}
+    holders = _holders(data)
+    single = {tp: next(iter(ms)) for tp, ms in holders.items() if len(ms) == 1}
     moved = sum(1 for tp, m in single.items() if tp in last_owner and last_owner[tp] != m)
     new = sum(1 for tp in single if tp not in last_owner)
-    revoked = {tp for m, tps in previous.items() for tp in tps if m not in owners.get(tp, set())}
+    # (member, partition) pairs of the previous assignment that E does not repeat.
+    revoked = sum(1 for m, tps in previous.items() for tp in tps if m not in holders.get(tp, ()))
     wanted = {t for ts in members.values() for t in ts if t in topics}
-    unassigned = sum(1 for t in wanted for p in range(topics[t]) if (t, p) not in owners)
+    unassigned = sum(1 for t in wanted for p in range(topics[t]) if (t, p) not in holders)
     retainable = [
         tp for tp in single if last_owner.get(tp) in members and tp[0] in members[last_owner[tp]]
     ]
     kept = sum(1 for tp in retainable if single[tp] == last_owner[tp])
     loads = [
-        len(set(data.assignment.get(m, ())))
-        for m, ts in members.items()
-        if any(t in topics for t in ts)
+        len(set(data.assignment.get(m, ()))) for m, ts in members.items() if set(ts) & set(topics)
     ]
-    imbalance = max(loads) - min(loads) if loads else None
-    excess = (
-        sum(max(0, load - math.ceil(sum(loads) / len(loads))) for load in loads) if loads else None
-    )
+    total = sum(loads)
     started = [at for generation, at in starts if generation == data.generation]
-    duration = (event.at - started[-1]) // timedelta(milliseconds=1) if started else None
     return {
+        "cluster": event.cluster,
+        "group": event.group,
+        "timeline": event.timeline,
         "version": version,
         "generation": data.generation,
-        "at": event.at.replace(tzinfo=None),
+        "at": event.at.astimezone(UTC).replace(tzinfo=None),
         "members": len(members),
-        "assigned": len(owners),
+        "assigned": len(holders),
         "moved": moved,
         "new": new,
-        "revoked": len(revoked),
+        "revoked": revoked,
         "unassigned": unassigned,
         "retainable": len(retainable),
         "kept": kept,
         "stickiness": kept / len(retainable) if retainable else None,
-        "imbalance": imbalance,
-        "excess": excess,
-        "double_assigned": sum(1 for ms in owners.values() if len(ms) > 1),
-        "duration_ms": duration,
+        "imbalance": max(loads) - min(loads) if loads else None,
+        "excess": sum(max(0, x - math.ceil(total / len(loads))) for x in loads) if loads else None,
+        "double_assigned": sum(1 for ms in holders.values() if len(ms) > 1),
+        "duration_ms": _millis(event.at - started[-1]) if started else None,
     }
