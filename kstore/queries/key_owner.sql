@@ -1,6 +1,7 @@
 -- key_owner: which member consumed key $key of topic $topic at time $at: the partition
 -- that Kafka's default partitioner gives the key (murmur2 of its UTF-8 bytes) with the
--- topic's partition count in force at $at (its latest TopicChanged at or before $at),
+-- topic's partition count in force at $at (its latest TopicChanged at or before $at;
+-- none, and no row, when a TopicDeleted came after it),
 -- and that partition's owner then (its latest ownership change at or before $at).
 -- Parameters: $topic, $key, $at (required; ISO-8601, UTC when no zone);
 -- $cluster, $group, $timeline (NULL: all).
@@ -11,7 +12,9 @@ moment AS (
 ),
 sizes AS (
     SELECT cluster, group_id, timeline,
-           arg_max(CASE WHEN type = 'TopicChanged' THEN partitions END, version) AS partitions
+           -- arg_max_null: a later TopicDeleted's NULL wins (arg_max would skip it).
+           arg_max_null(CASE WHEN type = 'TopicChanged' THEN partitions END, version)
+               AS partitions
     FROM kstore_topic_events, moment
     WHERE topic = $topic AND "at" <= moment.t
       AND ($cluster IS NULL OR cluster = $cluster)
