@@ -288,8 +288,15 @@ def sql_cmd(
 @app.command("replay")
 def replay_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],
-    strategy: Annotated[str, typer.Option("--strategy", help="The strategy to decide with.")],
     cluster: _GroupClusterOpt = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="The strategy to decide with (e.g. sticky, librdkafka:sticky); same: each "
+            "generation with the strategy and client library that decided it.",
+        ),
+    ] = "same",
     source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
     timeline: Annotated[
         str | None, typer.Option("--timeline", help="The new timeline (default replay/S).")

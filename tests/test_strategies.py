@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kstore.assignors import strategies
-from kstore.model.strategies import CATALOGUE, UnknownStrategy, protocol_of, wire_protocol
+from kstore.model.strategies import (
+    CATALOGUE,
+    UnknownStrategy,
+    flavour_of,
+    protocol_of,
+    wire_protocol,
+)
 
 
 def test_the_catalogue_names_every_assignor_and_nothing_else() -> None:
@@ -36,3 +42,25 @@ def test_a_wire_name_is_classic_or_unknown() -> None:
     assert wire_protocol("uniform") is None
     assert wire_protocol("my-own") is None
     assert wire_protocol(None) is None
+
+
+@pytest.mark.parametrize(
+    ("recorded", "client", "flavour"),
+    [
+        ("cooperative-sticky", "librdkafka 2.16.0", "librdkafka:cooperative-sticky"),
+        ("range", "librdkafka", "librdkafka:range"),
+        ("range", "kafka-python 3.0.12", "range"),
+        ("sticky", None, "sticky"),
+        ("librdkafka:sticky", None, "librdkafka:sticky"),
+        ("uniform", "librdkafka 2.16.0", "uniform"),
+    ],
+)
+def test_a_recorded_decision_names_its_flavour(
+    recorded: str, client: str | None, flavour: str
+) -> None:
+    assert flavour_of(recorded, client).name == flavour
+
+
+def test_a_recorded_strategy_kstore_does_not_know_is_an_error() -> None:
+    with pytest.raises(UnknownStrategy, match="'my-own'"):
+        flavour_of("my-own", "librdkafka 2.16.0")

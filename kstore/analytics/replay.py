@@ -31,7 +31,7 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState
 from kstore.model.ids import event_id
-from kstore.model.strategies import protocol_of
+from kstore.model.strategies import SAME, UnknownStrategy, flavour_of, protocol_of
 from kstore.store.interface import EventStore
 from kstore.store.writer import Writer
 
@@ -71,7 +71,9 @@ class _Replayer:
     def __init__(self, target: StreamId, strategy: str, stored: Iterable[Event] = ()) -> None:
         self.target = target
         self.strategy = strategy
-        self.protocol = protocol_of(strategy)
+        # "same": each decision with the flavour of the source's (set per decision).
+        self.same = strategy == SAME
+        self.protocol = "eager" if self.same else protocol_of(strategy)
         self.state = GroupState()
         self.generation = 0
         self.rebalances = 0
@@ -164,6 +166,15 @@ class _Replayer:
             not set(after.get(m, ())).issuperset(tps) for m, tps in before.items() if m in members
         )
 
+    def _same_as(self, data: AssignmentCompleted) -> None:
+        try:
+            found = flavour_of(data.strategy, data.client)
+        except UnknownStrategy as exc:
+            raise UsageError(
+                f"--strategy same: source generation {data.generation}: {exc}"
+            ) from None
+        self.strategy, self.protocol = found.name, found.protocol
+
     def feed(self, source: Event) -> Iterator[Event]:
         """The replay's events for the source's next event, but those stored already."""
         for event in self._outputs(source):
@@ -180,6 +191,8 @@ class _Replayer:
                 source, RebalanceStarted(generation=self.generation, reason=data.reason)
             )
         elif isinstance(data, AssignmentCompleted):
+            if self.same:
+                self._same_as(data)
             if self.state.rebalance is None:
                 self.generation += 1
             before = self.state.assignment
@@ -204,8 +217,10 @@ def replay_events(
     """The replay's events for a source stream's ``events`` (pure: nothing is stored).
 
     The assignor's warnings, each with its generation, are added to ``warnings`` if given.
+    ``strategy`` ``same`` decides each generation with the flavour that decided it.
     """
-    get_assignor(strategy)
+    if strategy != SAME:
+        get_assignor(strategy)
     replayer = _Replayer(target, strategy)
     if warnings is not None:
         replayer.warnings = warnings
@@ -227,8 +242,11 @@ def replay(
 
     ``resume``: a target that exists already is continued where it stopped, if it is a
     prefix of this replay; else it is refused, as it always is without ``resume``.
+    ``strategy`` ``same`` decides each generation with the flavour that decided it
+    (``strategies.flavour_of``: the recorded strategy and client library).
     """
-    get_assignor(strategy)
+    if strategy != SAME:
+        get_assignor(strategy)
     target = StreamId(cluster, group, timeline or f"replay/{strategy}")
     if StreamId(cluster, group, source) not in {info.stream for info in store.streams()}:
         raise UsageError(f"no stream {cluster}/{group}/{source} in the store")

@@ -170,6 +170,11 @@ class AssignmentCompleted(EventData):
     assignment: dict[StrictStr, list[_Partition]]
     leader: StrictStr | None = None
     protocol: Literal["eager", "cooperative", "consumer"] | None = None
+    client: StrictStr | None = None
+    """The client library, and its version, that computed this assignment (a classic
+    group's leader): ``librdkafka 2.16.0``, ``kafka-python 3.0.12``, ``java 4.0.0``;
+    None where the recorder cannot tell. Optional, so older events read unchanged;
+    ``kstore replay --strategy same`` reads it (``strategies.flavour_of``)."""
 
     @classmethod
     def trusted(cls, data: dict[str, Any]) -> EventData:

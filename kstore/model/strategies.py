@@ -22,9 +22,11 @@ __all__ = [
     "CATALOGUE",
     "CLASSIC_STRATEGIES",
     "CONSUMER_STRATEGIES",
+    "SAME",
     "Protocol",
     "Strategy",
     "UnknownStrategy",
+    "flavour_of",
     "protocol_of",
     "strategy",
     "wire_protocol",
@@ -98,6 +100,25 @@ def strategy(name: str) -> Strategy:
             f"strategy: unknown strategy {name!r} (known: {', '.join(CATALOGUE)}){hint}"
         )
     return found
+
+
+SAME = "same"
+"""The replay "strategy" that decides each generation with the flavour that decided it."""
+
+
+def flavour_of(recorded: str, client: str | None) -> Strategy:
+    """The strategy that reproduces a recorded decision: the recorded strategy name
+    (a JoinGroup protocol name such as ``cooperative-sticky``) in the flavour of the
+    client library that computed it (``client`` ``librdkafka 2.16.0`` ->
+    ``librdkafka:cooperative-sticky``), Kafka's own where kstore has no flavour of that
+    library or the client is not known. A recorded name that is a flavour already
+    stays itself."""
+    if client:
+        library = client.split()[0].split("/")[0].lower()
+        flavour = CATALOGUE.get(f"{library}:{recorded}")
+        if flavour is not None:
+            return flavour
+    return strategy(recorded)
 
 
 def protocol_of(name: str) -> Protocol:
