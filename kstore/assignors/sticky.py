@@ -9,13 +9,10 @@ for the quirks reproduced and the one Kafka crash answered instead.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numpy as np
 import numpy.typing as npt
 
+from kstore._gc import cyclic_gc_paused
 from kstore.assignors._contract import (
     Assignment,
     AssignmentRequest,
@@ -41,7 +38,7 @@ class StickyAssignor:
         self.cooperative = cooperative
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             return self._assign(request)
 
     def _assign(self, request: AssignmentRequest) -> AssignmentResult:
@@ -98,19 +95,6 @@ class StickyAssignor:
             "loop repeats and kept its moves only if they improved the balance, as Kafka "
             "decides after balancing"
         )
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    # A large request holds millions of tuples, and the result adds as many; nothing here
-    # makes reference cycles, so the collector's full passes over them would be wasted time.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _withhold_transfers(group: StickyGroup, owner: IntArray) -> None:

@@ -70,9 +70,14 @@ def select_protocol(members: Sequence[tuple[str, Sequence[str]]]) -> str:
     """Kafka's vote: ``members`` as (member id, protocols in preference order), in the
     order they were added to the group.
     """
-    counts = Counter(name for _, protocols in members for name in protocols)
+    # Members mostly share a few preference lists: count those, not every member's.
+    lists = Counter(tuple(protocols) for _, protocols in members)
+    counts: Counter[str] = Counter()
+    for protocols, n in lists.items():
+        for name in protocols:
+            counts[name] += n
     candidates = {name for name, count in counts.items() if count == len(members)}
-    choices = {next(name for name in protocols if name in candidates) for _, protocols in members}
+    choices = {next(name for name in protocols if name in candidates) for protocols in lists}
     if len(choices) == 1:
         return choices.pop()  # no tie to break: the order of the votes does not matter
     by_id = dict(members)
@@ -308,10 +313,10 @@ class ClassicGroupSim(GroupSim):
                 protocol=self._protocol,
             )
         )
-        self.assigned_topics = self._subscribed_counts()
+        self.assigned_topics = self.subscribed_counts()
         self.previous_phase, self.phase = self.phase, STABLE
         joined, self.awaiting = self.awaiting, set()
-        self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+        self.ledger.add_topics(self.assigned_topics, self.now)
         for member_id, tps in self.state.assignment.items():
             client = self.client_of(member_id)
             if client is None or member_id not in joined:
@@ -352,10 +357,6 @@ class ClassicGroupSim(GroupSim):
                 }
             )
         return request
-
-    def _subscribed_counts(self) -> dict[str, int]:
-        topics = {t for m in self.state.members.values() for t in m.topics}
-        return {t: n for t, n in sorted(self.state.topics.items()) if t in topics}
 
     # --- members: receiving the assignment ------------------------------------------------
 
@@ -518,7 +519,7 @@ class ClassicGroupSim(GroupSim):
             )
         else:
             # No rebalance: the member gets the assignment its predecessor had.
-            self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+            self.ledger.add_topics(self.subscribed_counts(), self.now)
             self.acquire(client, set(self.state.assignment.get(new, ())))
 
     # --- hooks from GroupSim -------------------------------------------------------------
@@ -581,7 +582,7 @@ class ClassicGroupSim(GroupSim):
         member_id = client.member_id
         if client.life != life or member_id != self.leader or member_id is None:
             return
-        if self.phase != STABLE or self._subscribed_counts() == self.assigned_topics:
+        if self.phase != STABLE or self.subscribed_counts() == self.assigned_topics:
             return
         if self.protocol_name == "eager":
             self.release(client, client.owned)

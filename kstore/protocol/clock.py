@@ -108,18 +108,42 @@ class EventQueue:
             self.now = at
             action()
             return True
-        items = action.items
-        _, _, key, arg = items[action.pos]
-        action.pos += 1
-        if action.pos < len(items):
-            follower = items[action.pos]
-            heapq.heapreplace(heap, (follower[0], follower[1], None, action))
-        else:
-            heapq.heappop(heap)
-        del self._live[key]
-        self.now = at
-        action.run(arg)
-        return True
+        # A run of the batch's actions: while its next live action comes before every
+        # other live entry (and ``until``), it runs without a trip through the heap. The
+        # order is the one the heap would give; an action that schedules something new
+        # only ends the run if that comes first.
+        heapq.heappop(heap)
+        items, live, run = action.items, self._live, action.run
+        pos, end = action.pos, len(items)
+        limit = self._first()
+        while True:
+            at, _, key, arg = items[pos]
+            pos += 1
+            action.pos = pos
+            del live[key]
+            self.now = at
+            mark = self._seq
+            run(arg)
+            if self._seq != mark:
+                limit = self._first()
+            while pos < end and live.get(items[pos][2]) != items[pos][1]:
+                pos += 1
+            action.pos = pos
+            if pos == end:
+                return True
+            follower = items[pos]
+            if (until is not None and follower[0] > until) or (
+                limit is not None and (follower[0], follower[1]) > limit
+            ):
+                heapq.heappush(heap, (follower[0], follower[1], None, action))
+                return True
+
+    def _first(self) -> tuple[int, int] | None:
+        """Time and sequence number of the first live entry, or ``None``."""
+        if self.next_time() is None:
+            return None
+        at, seq, _, _ = self._heap[0]
+        return at, seq
 
     def run_until(self, until: int) -> None:
         """Run every action due at or before ``until``, then stand at ``until``."""

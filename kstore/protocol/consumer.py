@@ -107,7 +107,7 @@ class ConsumerGroupSim(GroupSim):
                 protocol="consumer",
             )
         )
-        self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+        self.ledger.add_topics(self.subscribed_counts(), self.now)
         for member_id in self.state.members:
             client = self.client_of(member_id)
             if client is not None:

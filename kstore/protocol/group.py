@@ -172,9 +172,10 @@ class GroupSim:
         """The client's last heartbeat at or before ``before``."""
         return client.phase + max((before - client.phase) // interval, 0) * interval
 
-    def subscribed_partitions(self) -> set[TopicPartition]:
+    def subscribed_counts(self) -> dict[str, int]:
+        """Partition counts of the existing topics some member subscribes to, by name."""
         topics = {t for m in self.state.members.values() for t in m.topics}
-        return {(t, p) for t in topics for p in range(self.state.topics.get(t, 0))}
+        return {t: n for t, n in sorted(self.state.topics.items()) if t in topics}
 
     # --- the cluster -------------------------------------------------------------------
 
@@ -186,7 +187,7 @@ class GroupSim:
                 f"topic {topic}: Kafka cannot reduce partitions ({known} -> {partitions})"
             )
         self.emit(TopicChanged.model_construct(topic=topic, partitions=partitions, racks=racks))
-        self.ledger.add_partitions(self.subscribed_partitions(), self.now)
+        self.ledger.add_topics(self.subscribed_counts(), self.now)
         if known is not None and known != partitions:
             self.on_topic_changed(topic)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kstore.assignors import TopicPartition
@@ -25,12 +25,23 @@ class OwnershipLedger:
     unowned_ms: int = 0
     longest_unowned_ms: int = 0
     moves: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    """Topic -> how many of its partitions ``add_topics`` has added."""
 
-    def add_partitions(self, tps: Iterable[TopicPartition], now: int) -> None:
-        for tp in tps:
-            if tp not in self.owner:
-                self.owner[tp] = None
-                self.unowned_since[tp] = now
+    def add_topics(self, counts: Mapping[str, int], now: int) -> None:
+        """The partitions of ``counts`` (topic -> partition count) not known yet start
+        unowned at ``now``; only partitions beyond a topic's last count are looked at."""
+        owner, unowned_since, added = self.owner, self.unowned_since, self.counts
+        for topic, count in counts.items():
+            known = added.get(topic, 0)
+            if count <= known:
+                continue
+            added[topic] = count
+            for p in range(known, count):
+                tp = (topic, p)
+                if tp not in owner:
+                    owner[tp] = None
+                    unowned_since[tp] = now
 
     def release(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
         owner, unowned_since = self.owner, self.unowned_since

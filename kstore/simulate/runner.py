@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kstore._gc import cyclic_gc_paused
 from kstore.model.events import Event, StreamId
 from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
@@ -142,6 +143,7 @@ class _Driver:
         self.spawned += template.count
 
 
+@cyclic_gc_paused()
 def run_scenario(
     scenario: Scenario,
     *,
