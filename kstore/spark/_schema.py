@@ -31,6 +31,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import from_json
 
 from kstore.model.events import EVENT_TYPES, Event, parse_stored_event
+from kstore.store import catalogue
 
 __all__ = [
     "ASSIGNMENT_COLUMNS",
@@ -54,14 +55,9 @@ _ENVELOPE |= {"timeline": "timeline"}
 """Envelope fields of ``Event`` -> their column (the store's names)."""
 
 _STORAGE: dict[str, pa.DataType] = {
-    "position": pa.int64(),
-    "version": pa.int32(),
-    "type": pa.string(),
-    "at": pa.timestamp("us", tz="UTC"),
-    "at_offset_s": pa.int32(),
-    "schema_version": pa.int16(),
-}
-"""Columns the store adds to an event (its place in the log, its time split in two)."""
+    field.name: field.type for field in catalogue.arrow_schema("kstore_events")
+} | {"at": pa.timestamp("us", tz="UTC")}
+"""The store's types of the log's columns (the catalogue's), ``at`` with its zone (UTC)."""
 
 
 def _arrow_type(annotation: Any) -> pa.DataType:
@@ -122,16 +118,14 @@ def data_type() -> pa.StructType:
     return pa.struct([pa.field(n, t) for n, t in fields.items()])
 
 
-EVENT_COLUMNS: tuple[str, ...] = ("position", "event_id", "cluster", "group_id", "timeline")
-EVENT_COLUMNS += ("version", "type", "at", "at_offset_s", "schema_version", "data")
+EVENT_COLUMNS = catalogue.columns("kstore_events")
 
 _ENVELOPE_COLUMNS = (*_ENVELOPE.values(), "at", "at_offset_s")
 """The columns ``_envelope`` takes, in its order."""
 
 _READ_BATCH = 10_000
 
-ASSIGNMENT_COLUMNS: tuple[str, ...] = ("cluster", "group_id", "timeline", "version")
-ASSIGNMENT_COLUMNS += ("generation", "member", "topic", "partition")
+ASSIGNMENT_COLUMNS = catalogue.columns("kstore_assignments")
 
 
 @cache
@@ -148,9 +142,7 @@ def event_schema() -> pa.Schema:
 @cache
 def assignment_schema() -> pa.Schema:
     """The assignment projection (``kstore_assignments``): one row per assigned partition."""
-    kinds = dict.fromkeys(("cluster", "group_id", "timeline", "member", "topic"), pa.string())
-    kinds |= {"version": pa.int32(), "generation": pa.int32(), "partition": pa.int32()}
-    return pa.schema([pa.field(name, kinds[name]) for name in ASSIGNMENT_COLUMNS])
+    return catalogue.arrow_schema("kstore_assignments")
 
 
 def spark_schema(schema: pa.Schema | None = None) -> Any:

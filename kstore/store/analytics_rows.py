@@ -45,6 +45,7 @@ from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import GroupState
 from kstore.store._columns import Column
+from kstore.store.catalogue import columns
 
 __all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows", "Decision"]
 
@@ -52,14 +53,17 @@ _KEY = ("cluster", "group_id", "timeline", "version")
 _TOPIC_COUNTS: tuple[str, ...] = ("assigned", "moved", "new", "revoked", "unassigned")
 _TOPIC_COUNTS += ("retainable", "kept", "double_assigned", "subscribers")
 ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {
-    "kstore_rebalance_stats": (*_KEY, "generation", "at", "members", "imbalance", "excess"),
-    "kstore_topic_stats": (*_KEY, "topic", *_TOPIC_COUNTS, "imbalance"),
-    "kstore_members_at": (*_KEY, "member", "topic"),
-    "kstore_topics_at": (*_KEY, "topic", "partitions"),
-    "kstore_double_assignments": (*_KEY, "topic", "partition", "member"),
-    "kstore_revocations": (*_KEY, "member", "topic", "partition"),
+    table: columns(table)
+    for table in (
+        "kstore_rebalance_stats",
+        "kstore_topic_stats",
+        "kstore_members_at",
+        "kstore_topics_at",
+        "kstore_double_assignments",
+        "kstore_revocations",
+    )
 }
-"""Table -> its columns, in the order of the migration that creates it."""
+"""Table -> its columns, in the catalogue's order (``kstore.store.catalogue``)."""
 
 _Ints = npt.NDArray[np.int64]
 _Bools = npt.NDArray[np.bool_]

@@ -27,6 +27,7 @@ from sqlalchemy.pool import NullPool
 from kstore._errors import KstoreError, UsageError
 from kstore.model.events import Event, StreamId, parse_stored_event
 from kstore.model.fold import GroupState
+from kstore.store import catalogue
 from kstore.store._columns import Column
 from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
 from kstore.store.interface import (
@@ -63,33 +64,10 @@ MIGRATIONS = "kstore.store:migrations"
 """Alembic's ``script_location``: the migrations ship in the package (importlib.resources)."""
 
 _STREAM_COLUMNS = ("cluster", "group_id", "timeline")
-_EVENT_COLUMNS: tuple[str, ...] = ("position", "event_id", *_STREAM_COLUMNS, "version", "type")
-_EVENT_COLUMNS += ("at", "at_offset_s", "schema_version", "data")
-_HEAD_COLUMNS: tuple[str, ...] = (*_STREAM_COLUMNS, "version", "first_at", "last_at")
-_HEAD_COLUMNS += ("generation", "last_position")
-
-_ARROW_TYPES: dict[str, pa.DataType] = {
-    "position": pa.int64(),
-    "last_position": pa.int64(),
-    "version": pa.int32(),
-    "generation": pa.int32(),
-    "partition": pa.int32(),
-    "partitions": pa.int32(),
-    "members": pa.int32(),
-    "imbalance": pa.int32(),
-    "excess": pa.int32(),
-    **dict.fromkeys(
-        ("assigned", "moved", "new", "revoked", "unassigned", "retainable", "kept"), pa.int32()
-    ),
-    "double_assigned": pa.int32(),
-    "subscribers": pa.int32(),
-    "topic": pa.string(),
-    "at_offset_s": pa.int32(),
-    "schema_version": pa.int16(),
-    "at": pa.timestamp("us"),
-    "first_at": pa.timestamp("us"),
-    "last_at": pa.timestamp("us"),
-}
+# Column lists and Arrow types from the read model's one catalogue.
+_EVENT_COLUMNS = catalogue.columns("kstore_events")
+_HEAD_COLUMNS = catalogue.columns("kstore_streams")
+_ARROW_TYPES = catalogue.ARROW_TYPES
 
 
 class SchemaError(KstoreError):

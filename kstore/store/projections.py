@@ -23,13 +23,12 @@ from kstore.model.events import AssignmentCompleted, Event, MemberReplaced
 from kstore.model.fold import GroupState
 from kstore.store._columns import Column
 from kstore.store.analytics_rows import AnalyticsRows, Decision
+from kstore.store.catalogue import columns
 
 __all__ = ["ASSIGNMENT_COLUMNS", "OWNERSHIP_COLUMNS", "Projector", "StreamHead"]
 
-_STREAM = ("cluster", "group_id", "timeline", "version", "generation")
-ASSIGNMENT_COLUMNS: tuple[str, ...] = (*_STREAM, "member", "topic", "partition")
-OWNERSHIP_COLUMNS: tuple[str, ...] = (*_STREAM, "at", "topic", "partition")
-OWNERSHIP_COLUMNS += ("previous_owner", "owner", "cause")
+ASSIGNMENT_COLUMNS = columns("kstore_assignments")
+OWNERSHIP_COLUMNS = columns("kstore_ownership")
 
 
 @dataclass(slots=True)

@@ -1,15 +1,20 @@
 """The store's tables as SQLAlchemy metadata, and the schema revisions this code knows.
 
-The alembic migrations in ``migrations/versions`` own the schema; this metadata is what
-the newest migration produces (``alembic check`` compares the two) and what the store's
-queries are written against. ``REVISIONS`` lists the migration ids oldest first, so a
-command can tell an older store (upgrade with ``kstore init``) from a newer one
-(refused) without loading alembic.
+The alembic migrations in ``kstore/store/migrations/versions`` own the schema; this
+metadata is what the newest migration produces (``alembic check`` compares the two) and
+what the store's queries are written against. Its tables and columns come from the one
+catalogue of the read model (``kstore.store.catalogue``); only the keys are added here.
+``REVISIONS`` lists the migration ids oldest first, so a command can tell an older store
+(upgrade with ``kstore init``) from a newer one (refused) without loading alembic.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
+
+from kstore.store.catalogue import TABLES, Kind
 
 __all__ = [
     "ASSIGNMENTS",
@@ -35,152 +40,52 @@ HEAD = REVISIONS[-1]
 
 metadata = sa.MetaData()
 
+_SA_TYPES: dict[Kind, type[sa.types.TypeEngine[Any]]] = {
+    "int16": sa.SmallInteger,
+    "int32": sa.Integer,
+    "int64": sa.BigInteger,
+    "string": sa.String,
+    "timestamp": sa.DateTime,
+}
 
-def _stream_columns() -> list[sa.Column[object]]:
-    return [
-        sa.Column("cluster", sa.String, nullable=False),
-        sa.Column("group_id", sa.String, nullable=False),
-        sa.Column("timeline", sa.String, nullable=False),
+
+def _table(name: str, *constraints: sa.Constraint, **column_args: dict[str, Any]) -> sa.Table:
+    """The catalogue's table ``name`` with its keys (``column_args``: per column)."""
+    columns = [
+        sa.Column(
+            col.name, _SA_TYPES[col.kind], nullable=col.nullable, **column_args.get(col.name, {})
+        )
+        for col in TABLES[name]
     ]
+    return sa.Table(name, metadata, *columns, *constraints)
 
 
-EVENTS = sa.Table(
+_STREAM_KEY = ("cluster", "group_id", "timeline")
+
+EVENTS = _table(
     "kstore_events",
-    metadata,
+    sa.UniqueConstraint(*_STREAM_KEY, "version"),
     # Global position, given out under the store's write lock (one writer at a time).
-    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("event_id", sa.String, nullable=False, unique=True),
-    *_stream_columns(),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("type", sa.String, nullable=False),
-    # UTC; the offset the event was written with is kept so it reads back as written.
-    sa.Column("at", sa.DateTime, nullable=False),
-    sa.Column("at_offset_s", sa.Integer, nullable=False),
-    sa.Column("schema_version", sa.SmallInteger, nullable=False),
-    sa.Column("data", sa.String, nullable=False),
-    sa.UniqueConstraint("cluster", "group_id", "timeline", "version"),
+    position={"primary_key": True, "autoincrement": False},
+    event_id={"unique": True},
 )
-
-STREAMS = sa.Table(
-    "kstore_streams",
-    metadata,
-    *_stream_columns(),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("first_at", sa.DateTime, nullable=False),
-    sa.Column("last_at", sa.DateTime, nullable=False),
-    sa.Column("generation", sa.Integer, nullable=True),
-    sa.Column("last_position", sa.BigInteger, nullable=False),
-    sa.PrimaryKeyConstraint("cluster", "group_id", "timeline"),
-)
-
-SNAPSHOTS = sa.Table(
-    "kstore_snapshots",
-    metadata,
-    *_stream_columns(),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("state", sa.String, nullable=False),
-    sa.PrimaryKeyConstraint("cluster", "group_id", "timeline", "version"),
-)
-
+# ``at`` is UTC; the offset the event was written with (``at_offset_s``) is kept so it
+# reads back as written.
+STREAMS = _table("kstore_streams", sa.PrimaryKeyConstraint(*_STREAM_KEY))
+SNAPSHOTS = _table("kstore_snapshots", sa.PrimaryKeyConstraint(*_STREAM_KEY, "version"))
 # Recorders' positions (JSON), written in the transaction of the events they lead to.
-CHECKPOINTS = sa.Table(
-    "kstore_checkpoints",
-    metadata,
-    sa.Column("key", sa.String, primary_key=True),
-    sa.Column("position", sa.String, nullable=False),
-    sa.Column("updated_at", sa.DateTime, nullable=False),
-)
+CHECKPOINTS = _table("kstore_checkpoints", key={"primary_key": True})
 
 # Projections: no keys or indexes, so that Arrow inserts run at DuckDB's bulk speed.
-ASSIGNMENTS = sa.Table(
-    "kstore_assignments",
-    metadata,
-    *_stream_columns(),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("generation", sa.Integer, nullable=False),
-    sa.Column("member", sa.String, nullable=False),
-    sa.Column("topic", sa.String, nullable=False),
-    sa.Column("partition", sa.Integer, nullable=False),
-)
-
-OWNERSHIP = sa.Table(
-    "kstore_ownership",
-    metadata,
-    *_stream_columns(),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("generation", sa.Integer, nullable=True),
-    sa.Column("at", sa.DateTime, nullable=False),
-    sa.Column("topic", sa.String, nullable=False),
-    sa.Column("partition", sa.Integer, nullable=False),
-    sa.Column("previous_owner", sa.String, nullable=True),
-    sa.Column("owner", sa.String, nullable=False),
-    sa.Column("cause", sa.String, nullable=False),
-)
-
-
-def _analytics_key() -> list[sa.Column[object]]:
-    return [*_stream_columns(), sa.Column("version", sa.Integer, nullable=False)]
-
-
+ASSIGNMENTS = _table("kstore_assignments")
+OWNERSHIP = _table("kstore_ownership")
 # Analytics projections (kstore.store.analytics_rows; migrations 0003 and 0005).
-def _counts(*names: str) -> list[sa.Column[object]]:
-    return [sa.Column(name, sa.Integer, nullable=False) for name in names]
-
-
-REBALANCE_STATS = sa.Table(
-    "kstore_rebalance_stats",
-    metadata,
-    *_analytics_key(),
-    sa.Column("generation", sa.Integer, nullable=False),
-    sa.Column("at", sa.DateTime, nullable=False),
-    sa.Column("members", sa.Integer, nullable=False),
-    sa.Column("imbalance", sa.Integer, nullable=True),
-    sa.Column("excess", sa.Integer, nullable=True),
-)
-
-TOPIC_STATS = sa.Table(
-    "kstore_topic_stats",
-    metadata,
-    *_analytics_key(),
-    sa.Column("topic", sa.String, nullable=False),
-    *_counts("assigned", "moved", "new", "revoked", "unassigned", "retainable", "kept"),
-    *_counts("double_assigned", "subscribers"),
-    sa.Column("imbalance", sa.Integer, nullable=True),
-)
-
-MEMBERS_AT = sa.Table(
-    "kstore_members_at",
-    metadata,
-    *_analytics_key(),
-    sa.Column("member", sa.String, nullable=False),
-    sa.Column("topic", sa.String, nullable=True),
-)
-
-TOPICS_AT = sa.Table(
-    "kstore_topics_at",
-    metadata,
-    *_analytics_key(),
-    sa.Column("topic", sa.String, nullable=False),
-    sa.Column("partitions", sa.Integer, nullable=False),
-)
-
-DOUBLE_ASSIGNMENTS = sa.Table(
-    "kstore_double_assignments",
-    metadata,
-    *_analytics_key(),
-    sa.Column("topic", sa.String, nullable=False),
-    sa.Column("partition", sa.Integer, nullable=False),
-    sa.Column("member", sa.String, nullable=False),
-)
-
-REVOCATIONS = sa.Table(
-    "kstore_revocations",
-    metadata,
-    *_analytics_key(),
-    sa.Column("member", sa.String, nullable=False),
-    sa.Column("topic", sa.String, nullable=False),
-    sa.Column("partition", sa.Integer, nullable=False),
-)
+REBALANCE_STATS = _table("kstore_rebalance_stats")
+TOPIC_STATS = _table("kstore_topic_stats")
+MEMBERS_AT = _table("kstore_members_at")
+TOPICS_AT = _table("kstore_topics_at")
+DOUBLE_ASSIGNMENTS = _table("kstore_double_assignments")
+REVOCATIONS = _table("kstore_revocations")
 
 PROJECTIONS = (
     STREAMS,
