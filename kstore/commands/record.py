@@ -74,6 +74,7 @@ def record_offsets(
 ) -> None:
     from kstore.model.events import parse_event
     from kstore.store.log import Store
+    from kstore.store.writer import Writer
 
     store = Store(store_path)
     if file is not None:
@@ -86,7 +87,7 @@ def record_offsets(
             raw_events, skipped, errors = events_from_dump(file, cluster, selected)
             for error in errors:
                 log.warning("skipped a bad record: %s", error)
-            result = store.append([parse_event(event) for event in raw_events])
+            result = Writer(store).write(parse_event(event) for event in raw_events)
         print(
             f"{len(raw_events)} events ({result.stored} new, {result.already} already stored), "
             f"{skipped} records skipped ({len(errors)} bad)"
@@ -160,7 +161,8 @@ def merge_reports_cmd(
 ) -> None:
     from kstore.record.confluent import merge_reports, read_reports
     from kstore.store.log import Store
+    from kstore.store.writer import Writer
 
     events = merge_reports(read_reports(reports, group), cluster=cluster, settle=settle)
-    result = Store(store_path).append(events)
+    result = Writer(Store(store_path)).write(events)
     print(f"{len(events)} events ({result.stored} new, {result.already} already stored)")

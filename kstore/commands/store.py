@@ -12,6 +12,7 @@ from kstore.analytics.scope import resolve
 from kstore.commands._output import check_format, print_rows
 from kstore.model.events import parse_event_lines
 from kstore.store.log import Store
+from kstore.store.writer import Writer
 
 __all__ = [
     "append_events",
@@ -54,7 +55,7 @@ def append_events(path: Path, file: str) -> None:
         except OSError as exc:
             raise UsageError(f"{file}: {exc.strerror}") from None
     events = parse_event_lines(lines)
-    result = Store(path).append(events)
+    result = Writer(Store(path)).write(events)
     print(f"stored {result.stored}, already there {result.already}")
 
 

@@ -26,7 +26,6 @@ generations (``settle``): one still under way would be recorded cut short.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -47,11 +46,12 @@ from kstore.model.events import (
     MemberJoined,
     MemberLeft,
     RebalanceStarted,
+    StreamId,
     SubscriptionChanged,
     TopicChanged,
 )
-from kstore.model.ids import event_id
 from kstore.model.strategies import protocol_of
+from kstore.store.writer import stamp
 
 __all__ = [
     "MemberReport",
@@ -329,18 +329,9 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
 def _events(
     cluster: str, group: str, name: str, at: float, datas: Sequence[EventData]
 ) -> list[Event]:
-    events = []
-    for index, data in enumerate(datas):
-        body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
-        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
-        key = f"{cluster}/{group}/{name}/{index}/{digest}"
-        events.append(
-            Event(
-                event_id=event_id("confluent", key),
-                cluster=cluster,
-                group=group,
-                at=datetime.fromtimestamp(at, UTC),
-                data=data,
-            )
-        )
-    return events
+    stream = StreamId(cluster, group, "recorded")
+    when = datetime.fromtimestamp(at, UTC)
+    return [
+        stamp(stream, when, data, "confluent", f"{cluster}/{group}/{name}/{index}", content=True)
+        for index, data in enumerate(datas)
+    ]

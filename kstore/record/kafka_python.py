@@ -209,8 +209,7 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             try:
                 state = writer.state(stream)
                 events = diff(group, state, partition_counts, at, self.cluster, generation)
-                writer.add(events)
-                result = writer.flush()
+                result = writer.write(events)
                 break
             except ConcurrencyError:
                 # Another recorder of the group moved the stream: diff again from it.

@@ -330,8 +330,7 @@ class Poller:
                 continue
             stream = events[0].stream
             try:
-                self.writer.add(events)
-                result = self.writer.flush()
+                result = self.writer.write(events)
             except ConcurrencyError:
                 self.writer.forget(stream)
                 log.info("%s moved on while polling; its changes wait for the next poll", stream)

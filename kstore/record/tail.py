@@ -27,7 +27,8 @@ from kstore.model.events import Event, parse_event
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import OffsetsDecodeError
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
-from kstore.store.log import CheckpointWrite, ConcurrencyError, Store
+from kstore.store.interface import ConcurrencyError, EventStore
+from kstore.store.writer import Writer
 
 __all__ = [
     "OFFSETS_TOPIC",
@@ -103,7 +104,7 @@ class OffsetsTailer:
 
     def __init__(
         self,
-        store: Store,
+        store: EventStore,
         open_source: SourceFactory,
         *,
         cluster: str = "default",
@@ -112,16 +113,16 @@ class OffsetsTailer:
         stop: threading.Event | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
     ) -> None:
-        self.store = store
         self.open_source = open_source
         self.stop = stop or threading.Event()
         self.backoff = backoff
         self.stats = TailStats()
         self.key = checkpoint_key(cluster, topic)
-        self._saved = store.checkpoint(self.key)
-        self.position = TailerPosition.from_json(self._saved) if self._saved else TailerPosition()
+        self.writer = Writer(store, checkpoint=self.key)
+        saved = self.writer.saved
+        self.position = TailerPosition.from_json(saved) if saved else TailerPosition()
         wanted = None if groups is None else sorted(groups)
-        if self._saved is not None and self.position.groups != wanted:
+        if saved is not None and self.position.groups != wanted:
             raise UsageError(
                 f"{self.key} was recorded into this store for groups "
                 f"{self.position.groups or 'all'}, not {wanted or 'all'}: "
@@ -170,18 +171,14 @@ class OffsetsTailer:
                 log.warning("skipped a bad record: %s", exc)
             self.position.positions[raw.partition] = raw.offset + 1
         self.position.builder = self.builder.state()
-        value = self.position.to_json()
         try:
-            result = self.store.append(
-                events, checkpoint=CheckpointWrite(self.key, value, expected=self._saved)
-            )
+            result = self.writer.write(events, self.position.to_json())
         except ConcurrencyError:
             raise KstoreError(
-                f"{self.store.path}: the position of {self.key} was moved by another "
+                f"the position of {self.key}, or a stream of its groups, was moved by another "
                 "recorder (a second tailer of this topic on this store?); stopped, "
                 "this batch not stored"
             ) from None
-        self._saved = value
         self.stats.records += len(records)
         self.stats.events += len(events)
         self.stats.stored += result.stored

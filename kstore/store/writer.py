@@ -148,6 +148,12 @@ class Writer:
         ):
             self.flush()
 
+    def write(self, events: Iterable[Event], position: Any = None) -> AppendResult:
+        """``events``, after anything queued, appended now as one batch (with ``position``
+        as the checkpoint), whatever their number."""
+        self._pending.extend(events)
+        return self.flush(position)
+
     def flush(self, position: Any = None) -> AppendResult:
         """Append what is queued, each stream at the version expected, and ``position``
         as the checkpoint (when the writer has a key) in the same transaction."""
