@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kstore._errors import UsageError
+from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query
 from kstore.store.log import Store
 
@@ -180,5 +181,5 @@ def write_report(
         "text-align:right}</style></head><body>"
         f"<h1>{title}</h1><h2>Compare</h2>{_table(table)}" + "".join(parts) + "</body></html>"
     )
-    out.write_text(page, encoding="utf-8")
+    write_text(out, page)
     return len(figures)

@@ -6,6 +6,7 @@ import json
 import sys
 
 from kstore._errors import UsageError
+from kstore._files import read_text
 from kstore.assignors import ContractError, assign, parse_requests, validate_request
 from kstore.partitioner import partition_for_key
 from kstore.protocol.find_coordinator import coordinator_partition
@@ -13,19 +14,9 @@ from kstore.protocol.find_coordinator import coordinator_partition
 __all__ = ["assign_requests", "print_coordinator", "print_partition"]
 
 
-def _read(file: str) -> str:
-    if file == "-":
-        return sys.stdin.read()
-    try:
-        with open(file, encoding="utf-8") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise UsageError(f"{file}: {exc.strerror}") from None
-
-
 def assign_requests(file: str) -> None:
     """Answer one request (a JSON object) or many (JSON Lines); all or nothing to stdout."""
-    text = _read(file)
+    text = read_text(file)
     stripped = text.strip()
     if not stripped:
         raise ContractError("no request given")

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kstore._errors import UsageError
+from kstore._files import read_text
 from kstore.analytics.scope import resolve
 from kstore.commands._output import check_format, print_rows
 from kstore.model.events import parse_event_lines
@@ -47,13 +48,7 @@ def init_store(path: Path) -> None:
 
 def append_events(path: Path, file: str) -> None:
     """Validate the whole input first: a malformed line stores nothing (exit 2)."""
-    if file == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        try:
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise UsageError(f"{file}: {exc.strerror}") from None
+    lines = read_text(file).splitlines()
     events = parse_event_lines(lines)
     result = Writer(Store(path)).write(events)
     print(f"stored {result.stored}, already there {result.already}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic import (
 )
 
 from kstore._errors import UsageError
+from kstore._files import read_text
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.protocol.settings import ProtocolSettings
 
@@ -255,16 +257,30 @@ class Scenario(_Model):
 
 
 def _to_data(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
-    lines[path] = node.start_mark.line + 1
+    """The data of ``node``; ``lines`` gets the line of each path (a key's own line)."""
+    lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = yaml.safe_load(yaml.serialize(key_node))
+            lines[(*path, key)] = key_node.start_mark.line + 1
             out[key] = _to_data(value_node, (*path, key), lines)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_to_data(item, (*path, i), lines) for i, item in enumerate(node.value)]
     return yaml.safe_load(yaml.serialize(node))
+
+
+def _keys(model: type[BaseModel]) -> set[str]:
+    """Every key a scenario's mappings may hold (names and aliases, nested models too)."""
+    found: set[str] = set()
+    for name, field in model.model_fields.items():
+        found.add(field.alias or name)
+        for arg in (field.annotation, *getattr(field.annotation, "__args__", ())):
+            for inner in (arg, *getattr(arg, "__args__", ())):
+                if isinstance(inner, type) and issubclass(inner, BaseModel) and inner is not model:
+                    found |= _keys(inner)
+    return found
 
 
 def _line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
@@ -296,17 +312,22 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # A misspelt key also makes the key it stands for missing: name the typo.
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = tuple(first["loc"])
         where = ".".join(str(p) for p in loc) or "scenario"
         message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            near = difflib.get_close_matches(str(loc[-1]), sorted(_keys(Scenario)), n=1)
+            message = "unknown key" + (f"; did you mean {near[0]}?" if near else "")
         raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {where}: {message}") from None
 
 
 def load_scenario(path: Path | str) -> Scenario:
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"{file}: cannot read: {exc.strerror}") from None
+        text = read_text(file)
+    except UsageError as exc:
+        raise ScenarioError(str(exc)) from None
     return parse_scenario(text, str(file))

@@ -1,0 +1,51 @@
+"""Reading input files and writing output files with one-line errors (exit status 2).
+
+A file that is not UTF-8 text (binary data, another encoding) is named with the line
+where it stops being text; an output that cannot be written is named with the reason.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kstore._errors import UsageError
+
+__all__ = ["read_text", "write_text"]
+
+
+def _decode(data: bytes, name: str) -> str:
+    nul = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if nul == -1 or nul > exc.start:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise UsageError(
+                f"{name}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+            ) from None
+    if nul != -1:
+        line = data.count(b"\n", 0, nul) + 1
+        raise UsageError(f"{name}: line {line}: binary data (a NUL byte), not text")
+    return text
+
+
+def read_text(file: str | Path, what: str = "") -> str:
+    """The text of ``file`` (``-``: standard input), which must be UTF-8 without NUL bytes."""
+    name = f"{what} {file}".strip() if what else str(file)
+    if str(file) == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        return sys.stdin.read() if buffer is None else _decode(buffer.read(), "standard input")
+    try:
+        data = Path(file).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read: {exc.strerror}") from None
+    return _decode(data, name)
+
+
+def write_text(file: Path, text: str, option: str = "--out") -> None:
+    """Write ``text`` to ``file``; a folder missing, no permission, a full disk: one line."""
+    try:
+        file.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{option} {file}: cannot write: {exc.strerror}") from None

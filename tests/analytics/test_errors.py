@@ -1,0 +1,94 @@
+"""Every error one line, exit status 2 (issue 14, point 3): binary and non-UTF-8 input
+files named with the line, unwritable outputs, YAML mistakes at their own line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kstore.store.log import Store
+
+
+def kstore(store: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", *args, "--store", str(store)],
+        capture_output=True,
+        input=stdin,
+        check=False,
+    )
+
+
+def one_line_error(out: subprocess.CompletedProcess[bytes], *parts: str) -> None:
+    err = out.stderr.decode()
+    assert (out.returncode, out.stdout) == (2, b""), err
+    assert err.startswith("kstore: error: ") and err.count("\n") == 1, err
+    for part in parts:
+        assert part in err, err
+
+
+@pytest.fixture
+def path(store: Store) -> Path:
+    return store.path
+
+
+@pytest.mark.parametrize("command", [["append"], ["assign"], ["simulate"]])
+def test_binary_and_non_utf8_files_are_named_with_the_line(
+    path: Path, tmp_path: Path, command: list[str]
+) -> None:
+    binary = tmp_path / "binary.dat"
+    binary.write_bytes(b"{}\n\n\x7fELF\x02\x01\x00\x00garbage")
+    one_line_error(kstore(path, *command, str(binary)), str(binary), "line 3", "binary")
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("{}\n{}\nname: caf\u00e9\n".encode("latin-1"))
+    one_line_error(kstore(path, *command, str(latin1)), "line 3", "not UTF-8", "0xe9")
+    if command != ["simulate"]:
+        one_line_error(kstore(path, *command, "-", stdin=b"\xff\xfe"), "standard input", "line 1")
+    assert kstore(path, "events").stdout == b""  # nothing stored
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("name: x\ntopics: {orders: 3}\nmemebers:\n  - count: 2\n", 3, "did you mean members?"),
+        (
+            "name: x\ntopics: {orders: 3}\nmembers:\n  - count: 2\n    topcs: [orders]\n",
+            5,
+            "did you mean topics?",
+        ),
+        (
+            "name: x\ntopics: {orders: 3}\nmembers:\n  - {count: 2, topics: [orders]}\n"
+            "steps:\n  - at: 1s\n    cut-of: {for: 1s}\n",
+            7,
+            "did you mean cut-off?",
+        ),
+        ("name: x\ntopics: {orders: 3\nmembers: []\n", 3, "not valid YAML"),
+    ],
+)
+def test_yaml_errors_at_the_offending_line(
+    path: Path, tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(text)
+    one_line_error(kstore(path, "simulate", str(scenario)), f"{scenario}:{line}:", message)
+
+
+def test_unwritable_output(path: Path, tmp_path: Path) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text(
+        '{"group": "g", "type": "TopicChanged", "at": "2026-11-21T10:00:00Z", '
+        '"data": {"topic": "t", "partitions": 2}}\n'
+        '{"group": "g", "type": "MemberJoined", "at": "2026-11-21T10:00:01Z", '
+        '"data": {"member_id": "a", "topics": ["t"]}}\n'
+        '{"group": "g", "type": "AssignmentCompleted", "at": "2026-11-21T10:00:02Z", '
+        '"data": {"generation": 1, "strategy": "range", '
+        '"assignment": {"a": [["t", 0], ["t", 1]]}}}\n'
+    )
+    assert kstore(path, "append", str(events)).returncode == 0
+    missing = tmp_path / "no" / "such" / "report.html"
+    one_line_error(kstore(path, "report", "--group", "g", "--out", str(missing)), str(missing))
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    one_line_error(kstore(path, "report", "--group", "g", "--out", str(folder)), "cannot write")
