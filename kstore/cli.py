@@ -278,11 +278,15 @@ def query_cmd(
 def sql_cmd(
     sql: Annotated[str, typer.Argument(help="SQL over the store's views (docs/analytics.md).")],
     output: _FormatOpt = "table",
+    read: Annotated[
+        list[Path] | None,
+        typer.Option("--read", help="A file or folder the SQL may read (repeatable)."),
+    ] = None,
 ) -> None:
-    """Run any read-only SQL over the store."""
+    """Run one read-only SELECT over the store (and the files named by --read)."""
     from kstore.commands.analytics import print_sql
 
-    print_sql(ctx_state.store, sql, output)
+    print_sql(ctx_state.store, sql, output, read or [])
 
 
 @app.command("replay")

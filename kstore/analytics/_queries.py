@@ -13,24 +13,22 @@ definitions such as ``metrics`` live in one file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
-from kstore._errors import KstoreError, UsageError
-from kstore.partitioner import partition_for_key
-from kstore.store.log import Store
+from kstore._errors import UsageError
+from kstore.store import QueryResult, Store
 
 __all__ = [
     "QUERIES_DIR",
     "Query",
     "Result",
     "check_query",
-    "connect",
     "get_query",
     "queries",
     "run_query",
@@ -56,13 +54,7 @@ class Query:
         return tuple(dict.fromkeys(_PARAM.findall(body)))
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+Result = QueryResult
 
 
 def _strip_header(text: str) -> str:
@@ -99,39 +91,6 @@ def get_query(name: str) -> Query:
     return _load(name)
 
 
-@contextmanager
-def connect(store: Store) -> Iterator[Any]:
-    """A read-only connection to ``store`` with kstore's SQL functions registered.
-
-    ``kstore_partition(key, partitions)``: the partition of a UTF-8 key under Kafka's
-    default partitioner.
-    """
-    with store.reading() as db:
-        db.create_function(
-            "kstore_partition",
-            lambda key, count: partition_for_key(key, count),
-            ["VARCHAR", "INTEGER"],
-            "INTEGER",
-            null_handling="default",
-        )
-        try:
-            yield db
-        finally:
-            db.remove_function("kstore_partition")
-
-
-def _execute(db: Any, sql: str, params: Mapping[str, Any] | list[Any]) -> Result:
-    import duckdb
-
-    try:
-        cursor = db.execute(sql, params)
-    except duckdb.Error as exc:
-        raise KstoreError(f"SQL: {str(exc).splitlines()[0]}") from None
-    if cursor.description is None:
-        return Result([], [])
-    return Result([d[0] for d in cursor.description], cursor.fetchall())
-
-
 def check_query(name: str, params: Mapping[str, Any]) -> Query:
     """Query ``name``, if it takes every parameter of ``params`` and they hold its required ones."""
     query = get_query(name)
@@ -150,12 +109,15 @@ def check_query(name: str, params: Mapping[str, Any]) -> Query:
 def run_query(store: Store, name: str, params: Mapping[str, Any]) -> Result:
     """Run query ``name`` with ``params`` bound; parameters it does not use are an error."""
     query = check_query(name, params)
-    bound = {p: params.get(p) for p in query.parameters}
-    with connect(store) as db:
-        return _execute(db, query.sql, bound)
+    return store.query(query.sql, {p: params.get(p) for p in query.parameters})
 
 
-def run_sql(store: Store, sql: str, params: list[Any] | None = None) -> Result:
-    """Any SQL over the store's tables and views, on a read-only connection."""
-    with connect(store) as db:
-        return _execute(db, sql, params or [])
+def run_sql(
+    store: Store,
+    sql: str,
+    params: list[Any] | None = None,
+    read_paths: Iterable[Path | str] = (),
+) -> Result:
+    """One read-only statement over the store's tables and views, and the files of
+    ``read_paths`` (``Store.query``: nothing else can be read or written)."""
+    return store.query(sql, params or [], read_paths)

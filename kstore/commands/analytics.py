@@ -80,11 +80,11 @@ def print_query(
     print_result(run_query(store, name, params), output, title=name)
 
 
-def print_sql(path: Path, sql: str, output: str) -> None:
+def print_sql(path: Path, sql: str, output: str, read_paths: list[Path]) -> None:
     check_format(output)
     if not sql.strip():
         raise UsageError("sql: the SQL text is empty")
-    print_result(run_sql(Store(path), sql), output)
+    print_result(run_sql(Store(path), sql, read_paths=read_paths), output)
 
 
 def replay_group(

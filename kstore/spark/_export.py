@@ -86,13 +86,12 @@ class _Export:
             yield batch
 
     def streams(self) -> int:
-        with self.store.reading() as db:
-            found = db.execute(
-                "SELECT count(*) FROM (SELECT DISTINCT cluster, group_id, timeline "
-                "FROM kstore_events WHERE position <= ?)",
-                [self.last_position],
-            ).fetchone()
-        return int(found[0])
+        found = self.store.query(
+            "SELECT count(*) FROM (SELECT DISTINCT cluster, group_id, timeline "
+            "FROM kstore_events WHERE position <= ?)",
+            [self.last_position],
+        )
+        return int(found.rows[0][0])
 
 
 def export_store(store: Store, out: Path) -> ExportResult:

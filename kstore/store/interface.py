@@ -15,7 +15,8 @@ The rules every implementation keeps:
   adds events to: if one is elsewhere, ``ConcurrencyError`` and nothing is stored.
 - A ``CheckpointWrite`` is stored in the append's transaction, compare-and-set on its
   ``expected`` value (JSON); a mismatch is a ``ConcurrencyError`` and stores nothing.
-- ``query`` runs read-only SQL over the documented tables and views.
+- ``query`` runs one read-only ``SELECT`` over the documented tables and views, sandboxed:
+  it can write nothing and read no file but those named in ``read_paths``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kstore._errors import KstoreError
@@ -93,6 +95,9 @@ class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
 
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
 
 @runtime_checkable
 class EventStore(Protocol):
@@ -154,6 +159,12 @@ class EventStore(Protocol):
         """The value last stored under ``key`` (JSON), or None."""
         ...
 
-    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> QueryResult:
-        """Read-only SQL over the store's tables and views; an error is a ``KstoreError``."""
+    def query(
+        self,
+        sql: str,
+        params: Sequence[Any] | Mapping[str, Any] = (),
+        read_paths: Iterable[Path | str] = (),
+    ) -> QueryResult:
+        """One read-only ``SELECT`` over the store's tables and views, and no file but
+        those of ``read_paths``; an error is a ``KstoreError``."""
         ...

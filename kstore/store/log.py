@@ -30,6 +30,7 @@ from kstore.model.fold import GroupState
 from kstore.store import catalogue
 from kstore.store._columns import Column
 from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
+from kstore.store._query import checked_statement, readable, run_sandboxed
 from kstore.store.interface import (
     AppendResult,
     CheckpointWrite,
@@ -50,6 +51,7 @@ __all__ = [
     "AppendResult",
     "CheckpointWrite",
     "ConcurrencyError",
+    "QueryResult",
     "SchemaError",
     "Store",
     "StoredEvent",
@@ -536,11 +538,18 @@ class Store:
 
     # --- reading ------------------------------------------------------------------------
 
-    @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """The store's DuckDB connection, read-only, for the block (analytics SQL)."""
+    def query(
+        self,
+        sql: str,
+        params: Mapping[str, Any] | Sequence[Any] = (),
+        read_paths: Iterable[Path | str] = (),
+    ) -> QueryResult:
+        """One read-only statement (``SELECT``), ``params`` bound (``?`` or ``$name``), in a
+        sandbox that writes nothing and reads no file but the store and ``read_paths``."""
+        statement = checked_statement(sql)
+        reads = readable(read_paths)
         with self._window(write=False) as conn:
-            yield conn._db
+            return run_sandboxed(conn._db, statement, params, reads)
 
     def events(
         self,
@@ -641,19 +650,6 @@ class Store:
         with self._window(write=False) as conn:
             found = conn.rows(f"SELECT version FROM kstore_streams WHERE {where}", params)
         return int(found[0][0]) if found else 0
-
-    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> QueryResult:
-        """Read-only SQL over the store's tables and views."""
-        import duckdb
-
-        with self.reading() as db:
-            try:
-                cursor = db.execute(sql, params)
-            except duckdb.Error as exc:
-                raise KstoreError(f"SQL: {str(exc).splitlines()[0]}") from None
-            if cursor.description is None:
-                return QueryResult([], [])
-            return QueryResult([d[0] for d in cursor.description], cursor.fetchall())
 
     def checkpoint(self, key: str) -> Any:
         """The position last stored under ``key`` (JSON), or None."""

@@ -211,7 +211,12 @@ class MemoryStore:
             have = self._checkpoints.get(key)
         return None if have is None else json.loads(have)
 
-    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> QueryResult:
+    def query(
+        self,
+        sql: str,
+        params: Sequence[Any] | Mapping[str, Any] = (),
+        read_paths: Iterable[Path | str] = (),
+    ) -> QueryResult:
         with self._lock:
             mirror = self._mirror_store()
             batch = [stored.event for stored in self._log[self._mirrored :]]
@@ -224,7 +229,7 @@ class MemoryStore:
                     before = self._mirrored_checkpoints.get(key)
                     mirror.append((), checkpoint=CheckpointWrite(key, value, expected=before))
                     self._mirrored_checkpoints[key] = value
-        return mirror.query(sql, params)
+        return mirror.query(sql, params, read_paths)
 
     def _mirror_store(self) -> Store:
         if self._mirror is None:

@@ -113,11 +113,10 @@ def test_export_is_the_store_log_and_projection(tmp_path: Path) -> None:
         'SELECT cluster, group_id, timeline, version, generation, member, topic, "partition" '
         f"FROM read_parquet('{files}', {_HIVE}) ORDER BY ALL"
     ).fetchall()
-    with store.reading() as db:
-        theirs = db.execute(
-            'SELECT cluster, group_id, timeline, version, generation, member, topic, "partition"'
-            " FROM kstore_assignments ORDER BY ALL"
-        ).fetchall()
+    theirs = store.query(
+        'SELECT cluster, group_id, timeline, version, generation, member, topic, "partition"'
+        " FROM kstore_assignments ORDER BY ALL"
+    ).rows
     assert ours == theirs and len(ours) == result.assignments > 0
     assert ("default" not in {r[0] for r in ours}) and "a/b=c %x" in {r[1] for r in ours}
 

@@ -214,7 +214,7 @@ def test_commands_end_to_end(
         f"'{files}', hive_partitioning = true, hive_types_autocast = false)"
     )
     store = Store(path)
-    result = run_sql(store, sql)
+    result = run_sql(store, sql, read_paths=[tmp_path / "met"])
     recorded = [r for r in result.records() if r["timeline"] == "recorded"]
     assert comparable(recorded) == comparable(run_query(store, "metrics", {}).records())
     timelines = {r["timeline"] for r in result.records()}

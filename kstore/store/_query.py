@@ -1,0 +1,120 @@
+"""Read-only SQL over the store: one SELECT, in a DuckDB sandbox that can write nothing
+and read no file but the store and the ones the user names.
+
+Two locks, either of which holds alone: the statement must be a single ``SELECT`` (or
+``EXPLAIN``; DuckDB rewrites ``DESCRIBE``, ``SHOW``, ``SUMMARIZE`` and read-only
+pragmas into selects), and the connection runs with ``enable_external_access`` off,
+only the named paths in ``allowed_directories``/``allowed_paths``, and
+``lock_configuration`` on, so no ``SET`` can undo it. DuckDB (1.5) takes the allowed
+paths only once the database is open and only while external access is still on, so
+the order of the settings matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from kstore._errors import KstoreError, UsageError
+from kstore.partitioner import partition_for_key
+from kstore.store.interface import QueryResult
+
+__all__ = ["Readable", "checked_statement", "readable", "run_sandboxed"]
+
+_ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+# Errors in what the user wrote (exit 2); anything else is the store's or DuckDB's.
+_USER_ERRORS = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ConversionException,
+    duckdb.InvalidInputException,
+    duckdb.OutOfRangeException,
+    duckdb.PermissionException,
+    duckdb.NotImplementedException,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """Files and folders a query may read besides the store (absolute, resolved)."""
+
+    directories: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+def readable(paths: Iterable[Path | str]) -> Readable:
+    """The ``--read`` paths, each an existing file or folder."""
+    directories: list[str] = []
+    files: list[str] = []
+    for given in paths:
+        path = Path(given).expanduser()
+        if not path.exists():
+            raise UsageError(f"--read {given}: no such file or folder")
+        resolved = path.resolve()
+        if resolved.is_dir():
+            directories.append(str(resolved).rstrip("/") + "/")
+        else:
+            files.append(str(resolved))
+    return Readable(tuple(directories), tuple(files))
+
+
+def checked_statement(sql: str) -> str:
+    """``sql`` if it is one read-only statement, else a one-line refusal."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"SQL: {_first_line(exc)}") from None
+    if len(statements) != 1:
+        raise UsageError(f"SQL: give one statement, not {len(statements)}")
+    kind = statements[0].type
+    if kind not in _ALLOWED:
+        raise UsageError(
+            f"SQL: only SELECT runs here (the store is read-only to SQL), not {kind.name}"
+        )
+    return sql
+
+
+def _literal_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def run_sandboxed(
+    db: Any, sql: str, params: Mapping[str, Any] | Sequence[Any], reads: Readable
+) -> QueryResult:
+    """Run the checked statement ``sql`` on ``db`` (a read-only DuckDB connection that
+    is closed afterwards: the locked configuration lives as long as it does)."""
+    if reads.directories:
+        db.execute(f"SET allowed_directories = {_literal_list(reads.directories)}")
+    if reads.files:
+        db.execute(f"SET allowed_paths = {_literal_list(reads.files)}")
+    db.execute("SET enable_external_access = false")
+    db.execute("SET lock_configuration = true")
+    db.create_function(
+        "kstore_partition",
+        lambda key, count: partition_for_key(key, count),
+        ["VARCHAR", "INTEGER"],
+        "INTEGER",
+        null_handling="default",
+    )
+    try:
+        cursor = db.execute(sql, params if isinstance(params, Mapping) else list(params))
+        columns = [d[0] for d in cursor.description] if cursor.description else []
+        rows: list[tuple[Any, ...]] = cursor.fetchall() if columns else []
+    except duckdb.PermissionException as exc:
+        raise UsageError(
+            f"SQL: {_first_line(exc)} (name the files a query may read with --read PATH)"
+        ) from None
+    except _USER_ERRORS as exc:
+        raise UsageError(f"SQL: {_first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise KstoreError(f"SQL: {_first_line(exc)}") from None
+    return QueryResult(columns, rows)

@@ -1,0 +1,148 @@
+"""``kstore sql`` is read-only and reads only the files the user names (``--read PATH``).
+
+Every escape an attacker would try: writing files (``COPY ... TO`` over the store
+itself, ``EXPORT DATABASE``), attaching other databases, reading files nobody named
+(``read_text``, ``read_csv``, ``glob``, ``read_blob``), changing the sandbox (``SET``,
+``RESET``, ``PRAGMA``), extensions (``INSTALL``, ``LOAD``). Each is refused with one
+line, exit 2, and the store is unharmed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kstore._errors import UsageError
+from kstore.model import MemberJoined, TopicChanged
+from kstore.model.events import Event
+from kstore.store.log import Store
+
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+
+
+def _kstore(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    datas = [TopicChanged(topic="t", partitions=3), MemberJoined(member_id="a", topics=["t"])]
+    store.append(
+        [Event(group="g", at=T0 + timedelta(seconds=i), data=d) for i, d in enumerate(datas)]
+    )
+    return store
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_copy_over_the_store_is_refused_and_the_store_unharmed(filled: Store) -> None:
+    before = _digest(filled.path)
+    out = _kstore(filled.path, "sql", f"COPY (SELECT 'x') TO '{filled.path}' (FORMAT csv)")
+    assert out.returncode == 2, out
+    assert out.stderr.startswith("kstore: error: SQL:") and out.stderr.count("\n") == 1
+    assert out.stdout == ""
+    assert _digest(filled.path) == before
+    assert [s.events for s in filled.streams()] == [2]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY (SELECT 1) TO '{tmp}/out.csv' (FORMAT csv)",
+        "COPY kstore_events TO '{tmp}/out.parquet' (FORMAT parquet)",
+        "EXPORT DATABASE '{tmp}/exported'",
+        "ATTACH '{tmp}/other.duckdb' AS other",
+        "ATTACH ':memory:' AS m",
+        "SELECT * FROM read_text('{secret}')",
+        "SELECT * FROM read_csv('{secret}')",
+        "SELECT * FROM read_blob('{secret}')",
+        "SELECT * FROM glob('{tmp}/*')",
+        "SELECT * FROM read_text('{store}')",
+        "SET enable_external_access = true",
+        "RESET enable_external_access",
+        "SET allowed_directories = ['/']",
+        "SET lock_configuration = false",
+        "PRAGMA enable_profiling",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "CREATE TABLE x AS SELECT 1",
+        "CREATE TEMP TABLE x AS SELECT 1",
+        "DELETE FROM kstore_events",
+        "CHECKPOINT",
+        "SELECT 1; COPY (SELECT 1) TO '{tmp}/two.csv'",
+    ],
+)
+def test_every_escape_is_refused(filled: Store, tmp_path: Path, sql: str) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a\nsecret\n")
+    text = sql.format(tmp=tmp_path, secret=secret, store=filled.path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    digest = _digest(filled.path)
+    with pytest.raises(UsageError) as refused:
+        filled.query(text)
+    message = str(refused.value)
+    assert message.startswith("SQL:") and "\n" not in message
+    assert "secret" not in message.replace(str(secret), "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert _digest(filled.path) == digest
+
+
+def test_reads_only_what_the_user_names(filled: Store, tmp_path: Path) -> None:
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    pq.write_table(pa.table({"n": [1, 2, 3]}), folder / "part-0.parquet")
+    single = tmp_path / "one.csv"
+    single.write_text("n\n7\n")
+    sql = f"SELECT sum(n) FROM read_parquet('{folder}/*.parquet')"
+    with pytest.raises(UsageError, match="--read"):
+        filled.query(sql)
+    assert filled.query(sql, read_paths=[folder]).rows == [(6,)]
+    assert filled.query(f"SELECT n FROM read_csv('{single}')", read_paths=[single]).rows == [(7,)]
+    # a file beside the one named, and a way around the folder named, stay closed
+    (tmp_path / "other.csv").write_text("n\n9\n")
+    for path in (tmp_path / "other.csv", folder / ".." / "other.csv"):
+        with pytest.raises(UsageError):
+            filled.query(f"SELECT * FROM read_csv('{path}')", read_paths=[folder, single])
+    with pytest.raises(UsageError, match="nowhere"):
+        filled.query("SELECT 1", read_paths=[tmp_path / "nowhere"])
+
+
+def test_cli_read_option(filled: Store, tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    pq.write_table(pa.table({"n": [4, 5]}), folder / "part-0.parquet")
+    sql = f"SELECT sum(n) AS s FROM read_parquet('{folder}/*.parquet')"
+    refused = _kstore(filled.path, "sql", sql)
+    assert refused.returncode == 2 and "--read" in refused.stderr
+    out = _kstore(filled.path, "sql", "--read", str(folder), sql, "--format", "csv")
+    assert out.returncode == 0, out.stderr
+    assert list(csv.reader(io.StringIO(out.stdout))) == [["s"], ["9"]]
+
+
+def test_sql_still_answers_and_binds(filled: Store) -> None:
+    found = filled.query(
+        "SELECT type, kstore_partition('k', 6) AS p FROM kstore_events WHERE group_id = ? "
+        "ORDER BY position",
+        ["g"],
+    )
+    assert found.columns == ["type", "p"]
+    assert [r[0] for r in found.rows] == ["TopicChanged", "MemberJoined"]
+    named = filled.query("SELECT $x + 1 AS y", {"x": 41})
+    assert named.rows == [(42,)]
+    assert filled.query("EXPLAIN SELECT 1").columns
