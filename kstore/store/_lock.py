@@ -18,7 +18,15 @@ from pathlib import Path
 
 from kstore._errors import KstoreError
 
-__all__ = ["DEFAULT_TIMEOUT_S", "StoreBusyError", "lock_timeout", "store_lock"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "CorruptStoreError",
+    "StoreBusyError",
+    "busy_elsewhere",
+    "corruption",
+    "lock_timeout",
+    "store_lock",
+]
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -27,6 +35,40 @@ class StoreBusyError(KstoreError):
     """The lock was not had within the bounded wait."""
 
     exit_code = 3
+
+
+class CorruptStoreError(KstoreError):
+    """DuckDB found the file damaged (a block's checksum, a torn or foreign file)."""
+
+
+# DuckDB's words for a damaged file, and for a file another program holds open.
+_DAMAGED = (
+    "Corrupt database file",
+    "checksum",
+    "not a valid DuckDB database file",
+    "Could not read enough bytes",
+)
+_HELD = "Could not set lock on file"
+
+
+def busy_elsewhere(error: BaseException) -> bool:
+    """Another process (not kstore) has the DuckDB file open: worth waiting for."""
+    return _HELD in str(error)
+
+
+def corruption(store: Path, error: BaseException) -> CorruptStoreError | None:
+    """The error to report when ``error`` says the file is damaged, else None."""
+    lines = [line.removeprefix("Original Error: ") for line in str(error).splitlines()]
+    found = next((line for line in lines if any(w in line for w in _DAMAGED)), None)
+    if found is None:
+        return None
+    found = found.split(") ", 1)[1] if found.startswith("(_duckdb.") else found
+    found = found.split(" (Background on this error", 1)[0]
+    return CorruptStoreError(
+        f"{store}: the store file is damaged: {found.strip()}; kstore stored nothing. "
+        "DuckDB checks each block as it reads it: check the disk, and restore the file "
+        "from a copy"
+    )
 
 
 def lock_timeout() -> float:

@@ -21,6 +21,7 @@ import duckdb
 
 from kstore._errors import KstoreError, UsageError
 from kstore.partitioner import partition_for_key
+from kstore.store._lock import corruption
 from kstore.store.interface import QueryResult
 
 __all__ = ["Readable", "checked_statement", "readable", "run_sandboxed"]
@@ -116,5 +117,7 @@ def run_sandboxed(
     except _USER_ERRORS as exc:
         raise UsageError(f"SQL: {_first_line(exc)}") from None
     except duckdb.Error as exc:
+        if corruption(Path(), exc) is not None:
+            raise  # the store's window reports it
         raise KstoreError(f"SQL: {_first_line(exc)}") from None
     return QueryResult(columns, rows)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import sqlalchemy as sa
 from pydantic_core import from_json
@@ -29,7 +30,13 @@ from kstore.model.events import Event, StreamId, parse_stored_event
 from kstore.model.fold import GroupState
 from kstore.store import catalogue
 from kstore.store._columns import Column
-from kstore.store._lock import StoreBusyError, lock_timeout, store_lock
+from kstore.store._lock import (
+    StoreBusyError,
+    busy_elsewhere,
+    corruption,
+    lock_timeout,
+    store_lock,
+)
 from kstore.store._query import checked_statement, readable, run_sandboxed
 from kstore.store.interface import (
     AppendResult,
@@ -190,8 +197,13 @@ class Store:
                 f"{self.path}: no store here; create it with `kstore --store {self.path} init`"
             )
         with store_lock(self.path, exclusive=write):
+            # No rollback on giving the connection back: the transaction has ended, and
+            # on a damaged file a failing one would log a traceback.
             engine = sa.create_engine(
-                self._url, poolclass=NullPool, connect_args={"read_only": not write}
+                self._url,
+                poolclass=NullPool,
+                pool_reset_on_return=None,
+                connect_args={"read_only": not write},
             )
             try:
                 with self._connect(engine) as connection:
@@ -203,6 +215,11 @@ class Store:
                             yield conn
                     else:
                         yield conn
+            except (duckdb.Error, sa.exc.DBAPIError) as exc:
+                damaged = corruption(self.path, exc)
+                if damaged is not None:
+                    raise damaged from None
+                raise
             finally:
                 engine.dispose()
 
@@ -213,7 +230,7 @@ class Store:
             try:
                 return engine.connect()
             except sa.exc.DBAPIError as exc:
-                if "lock" not in str(exc).lower():
+                if not busy_elsewhere(exc):
                     raise
                 if time.monotonic() >= deadline:
                     raise StoreBusyError(

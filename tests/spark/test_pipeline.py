@@ -220,7 +220,10 @@ def test_commands_end_to_end(
     timelines = {r["timeline"] for r in result.records()}
     assert timelines == {"recorded", "replay/sticky", "replay/optimal"}
     assert {r["group"] for r in result.records()} == {"g00000", "a/b=c %d", "g00002"}
-    assert _cli(monkeypatch, "--store", path, "sql", f"{sql} LIMIT 1", "--format", "json") == 0
+    read = ("--read", str(tmp_path / "met"))
+    assert (
+        _cli(monkeypatch, "--store", path, "sql", *read, f"{sql} LIMIT 1", "--format", "json") == 0
+    )
     assert json.loads(capsys.readouterr().out)[0]["timeline"] in timelines
     windows = duckdb.sql(
         f"SELECT count(*) FROM read_parquet('{tmp_path / 'met' / 'windows' / '**' / '*.parquet'}')"

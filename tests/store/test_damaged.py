@@ -1,0 +1,111 @@
+"""A damaged store file says so at once, in one line: it is not "busy", and no traceback.
+
+DuckDB checks a block's checksum when it reads it; a flipped bit in the file's first
+block, in a block of the log, or a file that is not DuckDB's at all are each reported
+as damaged within seconds (the lock wait is 60 s), exit 1, nothing on standard output.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kstore.model import MemberJoined
+from kstore.model.events import Event
+from kstore.store.log import Store
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+_HEADER = 3 * 4096
+_BLOCK = 256 * 1024
+_EVENT = (
+    '{"type": "MemberJoined", "group": "g", "at": "2026-01-02T00:00:00Z", '
+    '"data": {"member_id": "late", "topics": ["t"]}}\n'
+)
+
+
+def _kstore(store: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KSTORE_LOCK_TIMEOUT"}
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        input=stdin,
+        env=env,
+        timeout=50,
+    )
+
+
+def _flip(path: Path, offset: int) -> None:
+    with path.open("r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0xFF]))
+
+
+def _log_block(path: Path) -> int:
+    """The file offset of a block holding the log's ``data`` column."""
+    with duckdb.connect(str(path), read_only=True) as db:
+        block = db.execute(
+            "SELECT max(block_id) FROM pragma_storage_info('kstore_events') "
+            "WHERE column_name = 'data' AND block_id >= 0"
+        ).fetchone()
+    assert block is not None and block[0] is not None
+    return _HEADER + int(block[0]) * _BLOCK + 1000
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.append(
+        [
+            Event(
+                group="g",
+                at=T0 + timedelta(seconds=i),
+                data=MemberJoined(member_id=f"m{i:05d}-" + "x" * 40, topics=["t"]),
+            )
+            for i in range(3000)
+        ]
+    )
+    return store
+
+
+def _assert_damaged(out: subprocess.CompletedProcess[str], seconds: float) -> None:
+    assert seconds < 15, seconds
+    assert out.returncode == 1, out
+    assert out.stdout == ""
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("kstore: error: ") and "damaged" in out.stderr
+    assert "held by another process" not in out.stderr
+
+
+@pytest.mark.parametrize("where", ["first block", "log block"])
+@pytest.mark.parametrize("command", ["events", "append", "export"])
+def test_a_flipped_bit_is_reported_as_damage_at_once(
+    filled: Store, tmp_path: Path, where: str, command: str
+) -> None:
+    offset = _HEADER + 100 if where == "first block" else _log_block(filled.path)
+    _flip(filled.path, offset)
+    args = {
+        "events": ("events", "--format", "jsonl"),
+        "append": ("append", "-"),
+        "export": ("export", "--out", str(tmp_path / "out")),
+    }[command]
+    started = time.monotonic()
+    out = _kstore(filled.path, *args, stdin=_EVENT)
+    _assert_damaged(out, time.monotonic() - started)
+
+
+def test_a_file_that_is_not_duckdbs(tmp_path: Path) -> None:
+    path = tmp_path / "kstore.duckdb"
+    path.write_text("x\n")  # what `COPY ... TO` the store used to leave
+    started = time.monotonic()
+    out = _kstore(path, "streams")
+    _assert_damaged(out, time.monotonic() - started)
