@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from kstore._errors import UsageError
+from kstore._errors import KstoreError, UsageError
 from kstore.spark._schema import (
     assignment_schema,
     event_schema,
@@ -73,6 +73,21 @@ class _Export:
         self.last_position = 0
         self.assignments = 0
 
+    def write(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema, out: Path) -> None:
+        """``write_parquet``, raising a failed read only once Arrow's writer has stopped
+        (raised inside its threads, the process could abort on its way out)."""
+        failed: list[KstoreError] = []
+
+        def guarded() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from batches
+            except KstoreError as exc:
+                failed.append(exc)
+
+        write_parquet(guarded(), schema, out)
+        if failed:
+            raise failed[0]
+
     def event_batches(self) -> Iterator[pa.RecordBatch]:
         for page in self.store.event_pages(_BATCH):
             self.events += page.num_rows
@@ -98,7 +113,7 @@ def export_store(store: Store, out: Path) -> ExportResult:
     """Write the store's log and assignment projection under ``out`` (a new folder)."""
     fresh_folder(out)
     export = _Export(store)
-    write_parquet(export.event_batches(), event_schema(), out / "events")
-    write_parquet(export.assignment_batches(), assignment_schema(), out / "assignments")
+    export.write(export.event_batches(), event_schema(), out / "events")
+    export.write(export.assignment_batches(), assignment_schema(), out / "assignments")
     streams = export.streams()
     return ExportResult(export.events, export.assignments, streams)
