@@ -1,6 +1,7 @@
 """kstore's errors: one hierarchy under ``KstoreError``.
 
-Every error kstore raises on purpose is a ``KstoreError``; the CLI prints it as one line
+Every error kstore raises to its callers is a ``KstoreError`` (a few private exceptions
+signal inside one module and never leave it); the CLI prints it as one line
 (``kstore: error: <message>``) and exits with its ``exit_code``. ``UsageError`` (exit 2)
 is bad input: a request off the contract, an event, a scenario, a dump or a record that
 cannot be decoded. The store's own errors (``SchemaError``, ``ConcurrencyError``,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 import subprocess
 import sys
@@ -113,6 +114,25 @@ def test_every_error_is_a_kstore_error() -> None:
         assert getattr(kstore.errors, name).exit_code == 2, name
     assert issubclass(kstore.ContractError, UsageError | ValueError)
     assert issubclass(kstore.ContractError, ValueError)
+
+
+def test_every_public_exception_of_every_module_is_a_kstore_error() -> None:
+    # Private modules (``_name``) may keep exceptions that signal inside their package.
+    modules = [
+        info.name
+        for info in pkgutil.walk_packages(kstore.__path__, "kstore.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    ]
+    assert "kstore.record.offsets_codec" in modules
+    foreign = []
+    for module_name in modules:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            value = getattr(module, name)
+            exception = isinstance(value, type) and issubclass(value, BaseException)
+            if exception and not issubclass(value, KstoreError):
+                foreign.append(f"{module_name}.{name}")
+    assert not foreign
 
 
 def test_the_spark_facade_imports_without_pyspark() -> None:

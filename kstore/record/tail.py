@@ -47,7 +47,7 @@ log = logging.getLogger("kstore.record")
 StartAt = Literal["beginning", "now"]
 
 
-class SourceError(Exception):
+class SourceError(KstoreError):
     """The broker could not be read; the tailer retries."""
 
 
