@@ -30,10 +30,9 @@ from kstore.model.events import (
     StreamId,
 )
 from kstore.model.fold import GroupState
-from kstore.model.ids import event_id
 from kstore.model.strategies import SAME, UnknownStrategy, flavour_of, protocol_of
 from kstore.store.interface import EventStore
-from kstore.store.writer import Writer
+from kstore.store.writer import Writer, stamp
 
 __all__ = ["ReplayResult", "replay", "replay_events"]
 
@@ -86,14 +85,7 @@ class _Replayer:
         self._unyielded = 0
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
-        event = Event(
-            event_id=event_id("replay", self.target, source.event_id, suffix),
-            cluster=self.target.cluster,
-            group=self.target.group,
-            timeline=self.target.timeline,
-            at=source.at,
-            data=data,
-        )
+        event = stamp(self.target, source.at, data, "replay", self.target, source.event_id, suffix)
         if self._next is not None:
             event = self._match(event)
         self.state.apply(event)

@@ -18,11 +18,12 @@ from kstore._errors import KstoreError
 from kstore.assignors import TopicPartition
 from kstore.model.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
 from kstore.model.fold import GroupState
-from kstore.model.ids import event_id, uuid5_bytes, uuid_text
+from kstore.model.ids import uuid5_bytes, uuid_text
 from kstore.protocol.clock import EventQueue
 from kstore.protocol.find_coordinator import coordinator_partition
 from kstore.protocol.ownership import OwnershipLedger
 from kstore.protocol.settings import ProtocolSettings
+from kstore.store.writer import stamp
 
 __all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch"]
 
@@ -122,14 +123,7 @@ class GroupSim:
         """
         version = self.state.version + 1
         # Built from values the simulation made itself: no validation on this hot path.
-        event = Event.model_construct(
-            event_id=event_id(self.stream, version),
-            cluster=self.stream.cluster,
-            group=self.stream.group,
-            timeline=self.stream.timeline,
-            at=self.time_at(self.now),
-            data=data,
-        )
+        event = stamp(self.stream, self.time_at(self.now), data, self.stream, version, trusted=True)
         if version <= len(self._stored):
             stored = self._stored[version - 1]
             if stored.to_dict() != event.to_dict():
