@@ -45,6 +45,9 @@ __all__ = [
     "SubscriptionChanged",
     "TopicChanged",
     "TopicDeleted",
+    "by_id",
+    "conflict",
+    "difference",
     "format_time",
     "parse_event",
     "parse_event_line",
@@ -226,6 +229,59 @@ class Event(BaseModel):
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def difference(first: Event, second: Event) -> str | None:
+    """How two events differ as facts (the first field that does, with both values), or
+    None when they are the same fact: same stream, type, instant (offsets aside) and data.
+    An event id names one fact, so two events with one id must not differ."""
+    for name in ("cluster", "group", "timeline", "type"):
+        a, b = getattr(first, name), getattr(second, name)
+        if a != b:
+            return f"{name} {_shown(a)} vs {_shown(b)}"
+    if first.at != second.at:
+        return f"at {format_time(first.at)} vs {format_time(second.at)}"
+    one, two = first.data.to_dict(), second.data.to_dict()
+    for key in dict.fromkeys([*one, *two]):
+        if one.get(key) != two.get(key):
+            return f"data.{key} {_shown(one.get(key))} vs {_shown(two.get(key))}"
+    return None
+
+
+def by_id(events: Iterable[Event]) -> dict[str, Event]:
+    """A batch's events by id, in order, each once: a repeat of the same fact is dropped,
+    a repeat that differs is an ``EventError`` naming both places."""
+    unique: dict[str, Event] = {}
+    place: dict[str, int] = {}
+    for number, event in enumerate(events, 1):
+        kept = unique.setdefault(event.event_id, event)
+        if kept is event:
+            place[event.event_id] = number
+            continue
+        why = difference(kept, event)
+        if why is not None:
+            raise EventError(
+                f"event id {event.event_id!r}: events {place[event.event_id]} and {number} "
+                f"of the batch differ ({why}); nothing stored"
+            )
+    return unique
+
+
+def conflict(stored: Event, position: int, version: int, given: Event) -> EventError | None:
+    """The error for ``given`` when its id is stored (at log ``position``, stream
+    ``version``) as another fact; None when it is the same one."""
+    why = difference(stored, given)
+    if why is None:
+        return None
+    return EventError(
+        f"event id {given.event_id!r} is stored already (position {position}, "
+        f"{stored.stream} v{version}) as another fact ({why}, stored vs given); nothing stored"
+    )
 
 
 def format_time(at: datetime) -> str:

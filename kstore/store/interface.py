@@ -9,7 +9,8 @@ against the interface imports no implementation.
 The rules every implementation keeps:
 
 - ``append`` stores a batch wholly or not at all. An event whose ``event_id`` is stored
-  already is skipped (counted in ``already``), so a retried or repeated batch is harmless.
+  already is skipped (counted in ``already``), so a retried or repeated batch is harmless;
+  one whose id is stored (or twice in the batch) as another fact is refused, naming both.
 - Each stream's events get versions 1, 2, ... in order; every event gets the next global
   ``position`` (log order). ``expected_version`` is checked for each stream the batch
   adds events to: if one is elsewhere, ``ConcurrencyError`` and nothing is stored.

@@ -26,7 +26,7 @@ from pydantic_core import from_json
 from sqlalchemy.pool import NullPool
 
 from kstore._errors import KstoreError, UsageError
-from kstore.model.events import Event, StreamId, parse_stored_event
+from kstore.model.events import Event, StreamId, by_id, conflict, parse_stored_event
 from kstore.model.fold import GroupState
 from kstore.store import catalogue
 from kstore.store._columns import Column
@@ -317,16 +317,15 @@ class Store:
         *,
         checkpoint: CheckpointWrite | None = None,
     ) -> AppendResult:
-        """Store a batch atomically; events whose ``event_id`` is stored already are skipped.
+        """Store a batch atomically; events whose ``event_id`` is stored already are skipped
+        (the same fact; another fact under a stored id is an ``EventError``).
 
         ``expected_version`` (per stream, or one number for a one-stream batch) is the
         version each stream must be at; if one has moved on, ``ConcurrencyError`` and
         nothing is stored. ``checkpoint`` is stored in the same transaction (also when
         the batch brings nothing new).
         """
-        unique: dict[str, Event] = {}
-        for event in events:
-            unique.setdefault(event.event_id, event)
+        unique = by_id(events)
         if not unique and checkpoint is None:
             return AppendResult(0, 0)
         present: list[tuple[Any, ...]] = []
@@ -336,10 +335,15 @@ class Store:
             if unique:
                 with conn.registered("_kstore_ids", pa.table({"event_id": list(unique)})):
                     present = conn.rows(
-                        "SELECT event_id FROM kstore_events JOIN _kstore_ids USING (event_id)"
+                        f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events "
+                        "JOIN _kstore_ids USING (event_id) ORDER BY position"
                     )
-            for (event_id,) in present:
-                del unique[event_id]
+            for row in present:
+                stored = _stored(row)
+                given = unique.pop(stored.event.event_id)
+                refused = conflict(stored.event, stored.position, stored.version, given)
+                if refused is not None:
+                    raise refused
             if unique:
                 with _no_gc():
                     heads = self._write_batch(conn, list(unique.values()), expected_version)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kstore._errors import KstoreError, UsageError
-from kstore.model.events import AssignmentCompleted, Event, StreamId
+from kstore.model.events import AssignmentCompleted, Event, StreamId, by_id, conflict
 from kstore.model.fold import GroupState, fold
 from kstore.store.interface import (
     AppendResult,
@@ -45,7 +45,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._log: list[StoredEvent] = []
-        self._ids: set[str] = set()
+        self._ids: dict[str, StoredEvent] = {}
         self._streams: dict[StreamId, list[StoredEvent]] = {}
         self._heads: dict[StreamId, GroupState] = {}
         self._checkpoints: dict[str, str] = {}
@@ -63,9 +63,7 @@ class MemoryStore:
         *,
         checkpoint: CheckpointWrite | None = None,
     ) -> AppendResult:
-        unique: dict[str, Event] = {}
-        for event in events:
-            unique.setdefault(event.event_id, event)
+        unique = by_id(events)
         if not unique and checkpoint is None:
             return AppendResult(0, 0)
         with self._lock:
@@ -75,13 +73,19 @@ class MemoryStore:
                     raise ConcurrencyError(
                         f"checkpoint {checkpoint.key!r} was moved by another writer; nothing stored"
                     )
+            for event in unique.values():
+                stored = self._ids.get(event.event_id)
+                if stored is not None:
+                    refused = conflict(stored.event, stored.position, stored.version, event)
+                    if refused is not None:
+                        raise refused
             new = [event for event_id, event in unique.items() if event_id not in self._ids]
             heads = self._fold_batch(new, expected_version)
             for event in new:
                 stored = StoredEvent(len(self._log) + 1, self._version(event.stream) + 1, event)
                 self._log.append(stored)
                 self._streams.setdefault(event.stream, []).append(stored)
-                self._ids.add(event.event_id)
+                self._ids[event.event_id] = stored
             self._heads.update(heads)
             if checkpoint is not None:
                 self._checkpoints[checkpoint.key] = _json(checkpoint.value)
