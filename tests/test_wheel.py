@@ -112,6 +112,9 @@ def test_the_installed_wheel_runs_every_command(venv: Path, tmp_path: Path) -> N
     assert {row["timeline"] for row in json.loads(compare)} == {"recorded", "replay/sticky"}
     _ok([*store, "report", "--group", group, "--out", "report.html"], tmp_path, env)
     assert "<html" in (tmp_path / "report.html").read_text()[:2000].lower()
+    # Parquet export needs pyarrow only, not the spark extra.
+    _ok([*store, "export", "--out", "parquet"], tmp_path, env)
+    assert list((tmp_path / "parquet").rglob("*.parquet"))
 
 
 def test_a_missing_extra_is_named_in_one_line(venv: Path, tmp_path: Path) -> None:
