@@ -182,6 +182,8 @@ class Writer:
 
     def _advance(self, batch: list[Event]) -> None:
         """The writer's own folds take the batch (the producers' have it already)."""
+        if len(self._producer_folds) == len(self._folds):
+            return  # no fold of the writer's own
         for event in batch:
             held = self._folds.get(event.stream)
             if held is not None and event.stream not in self._producer_folds:
