@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kstore._errors import UsageError
+from kstore.analytics import run_query
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
@@ -90,7 +91,11 @@ def simulate(
             seed=seed,
             progress=lambda now, end: bar.update(task, completed=now, total=end),
         )
-    summary = summarise(result.sim)
+    cluster, group, timeline = result.stream
+    compared = run_query(
+        store, "compare", {"cluster": cluster, "group": group, "timelines": timeline}
+    ).records()
+    summary = summarise(result.sim, int(compared[0]["churn"]) if compared else 0)
     for line in summary.lines():
         typer.echo(line)
     stored = f"{result.appended} events appended"

@@ -27,6 +27,7 @@ __all__ = [
     "Strategy",
     "UnknownStrategy",
     "flavour_of",
+    "known_protocol",
     "protocol_of",
     "strategy",
     "wire_protocol",
@@ -124,6 +125,12 @@ def flavour_of(recorded: str, client: str | None) -> Strategy:
 def protocol_of(name: str) -> Protocol:
     """The rebalance protocol ``name`` runs under: eager, cooperative or consumer."""
     return strategy(name).protocol
+
+
+def known_protocol(name: str | None) -> Protocol | None:
+    """The protocol of strategy ``name``, or None where the catalogue does not hold it."""
+    found = CATALOGUE.get(name or "")
+    return None if found is None else found.protocol
 
 
 def wire_protocol(name: str | None) -> Protocol | None:

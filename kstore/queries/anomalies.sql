@@ -3,10 +3,15 @@
 -- of subscribed topics assigned to nobody ('unassigned'), partitions that do not exist
 -- ('nonexistent-partition'), and members given partitions while not in the group
 -- ('unknown-member', one row per member and topic, `partitions` counting them).
+-- A partition a cooperative rebalance (KIP-429) gives to nobody because it takes it
+-- from its previous owner (the owner revokes it first; a follow-up round assigns it) is
+-- 'withheld', and `expected` is true: the protocol does that, nothing went wrong. The
+-- protocol is the event's, else the strategy catalogue's (kstore_protocol).
 -- Parameters: $cluster, $group, $timeline (NULL: all).
 WITH
 events AS (
-    SELECT cluster, group_id, timeline, version, "at", generation
+    SELECT cluster, group_id, timeline, version, "at", generation,
+           coalesce(protocol, kstore_protocol(strategy)) AS protocol
     FROM kstore_rebalances
     WHERE ($cluster IS NULL OR cluster = $cluster)
       AND ($group IS NULL OR group_id = $group)
@@ -26,9 +31,16 @@ wanted AS (
     JOIN kstore_members_at m USING (cluster, group_id, timeline, version, topic)
 ),
 unassigned AS (
-    SELECT w.cluster, w.group_id, w.timeline, w.version, 'unassigned' AS kind,
+    SELECT w.cluster, w.group_id, w.timeline, w.version,
+           CASE WHEN e.protocol = 'cooperative' AND EXISTS (
+                    SELECT 1 FROM kstore_revocations v
+                    WHERE v.cluster = w.cluster AND v.group_id = w.group_id
+                      AND v.timeline = w.timeline AND v.version = w.version
+                      AND v.topic = w.topic AND v."partition" = p.range)
+                THEN 'withheld' ELSE 'unassigned' END AS kind,
            w.topic, CAST(p.range AS INTEGER) AS "partition", NULL AS members, 1 AS partitions
-    FROM wanted w, range(w.partitions) p
+    FROM wanted w JOIN events e USING (cluster, group_id, timeline, version),
+         range(w.partitions) p
     WHERE NOT EXISTS (
         SELECT 1 FROM kstore_assignments a
         WHERE a.cluster = w.cluster AND a.group_id = w.group_id AND a.timeline = w.timeline
@@ -62,6 +74,7 @@ found AS (
     UNION ALL SELECT * FROM unknown
 )
 SELECT f.cluster, f.group_id AS "group", f.timeline, f.version, e.generation, e."at",
-       f.kind, f.topic, f."partition", f.members, f.partitions
+       f.kind, f.topic, f."partition", f.members, f.partitions,
+       f.kind = 'withheld' AS expected
 FROM found f JOIN events e USING (cluster, group_id, timeline, version)
 ORDER BY f.cluster, "group", f.timeline, f.version, f.kind, f.topic, f."partition", f.members

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from kstore._errors import KstoreError, UsageError
+from kstore.model.strategies import known_protocol
 from kstore.partitioner import partition_for_key
 from kstore.store._lock import corruption
 from kstore.store.interface import QueryResult
@@ -105,6 +106,9 @@ def run_sandboxed(
         ["VARCHAR", "INTEGER"],
         "INTEGER",
         null_handling="default",
+    )
+    db.create_function(
+        "kstore_protocol", known_protocol, ["VARCHAR"], "VARCHAR", null_handling="default"
     )
     try:
         cursor = db.execute(sql, params if isinstance(params, Mapping) else list(params))
