@@ -23,7 +23,7 @@ import threading
 import unittest
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kstore._errors import KstoreError, UsageError
 from kstore.model.events import (
@@ -37,6 +37,13 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState, fold
 from kstore.store.interface import CheckpointWrite, ConcurrencyError, EventStore
+
+if TYPE_CHECKING:
+    from kstore.store.log import Store
+    from kstore.store.memory import MemoryStore
+
+    def _both_implement_it(disk: Store, memory: MemoryStore) -> list[EventStore]:
+        return [disk, memory]  # mypy checks both against the protocol
 
 __all__ = ["EventStoreContract"]
 
