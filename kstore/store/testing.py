@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     def _both_implement_it(disk: Store, memory: MemoryStore) -> list[EventStore]:
         return [disk, memory]  # mypy checks both against the protocol
 
+
 __all__ = ["EventStoreContract"]
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
