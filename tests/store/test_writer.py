@@ -11,7 +11,7 @@ import pytest
 
 from kstore.model import AssignmentCompleted, MemberJoined, StreamId, TopicChanged, event_id, fold
 from kstore.model.fold import GroupState
-from kstore.store.interface import ConcurrencyError, EventStore
+from kstore.store.interface import CheckpointWrite, ConcurrencyError, EventStore
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
 from kstore.store.testing import T0, G, H, history
@@ -235,3 +235,24 @@ def test_a_poller_folds_through_its_writer_not_the_store_each_poll() -> None:
     assert store.state(StreamId("default", "g", "recorded")).assignment == {
         "a": (("t", 0), ("t", 1))
     }
+
+
+def test_the_writer_and_the_memory_store_import_no_database() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kstore.store.writer, kstore.store.memory, kstore.store.interface;"
+        "print(sorted(m for m in ('duckdb', 'sqlalchemy', 'alembic') if m in sys.modules))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+def test_the_memory_stores_tables_follow_its_log_and_checkpoints() -> None:
+    store = MemoryStore()
+    store.append(history(G, 1))
+    assert store.query("SELECT count(*) FROM kstore_events").rows == [(5,)]
+    store.append(history(H, 1), checkpoint=CheckpointWrite("k", {"at": 1}))
+    assert store.query("SELECT count(*) FROM kstore_events").rows == [(10,)]
+    assert store.query("SELECT key, position FROM kstore_checkpoints").rows == [("k", '{"at": 1}')]
