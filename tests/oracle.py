@@ -7,7 +7,8 @@ which vector file and ``line`` which line it came from). ``kafka-errors`` lines 
 result: Kafka throws on them, kstore must answer with a valid assignment and a warning.
 ``tests/golden/librdkafka-<name>.jsonl`` holds strategy ``librdkafka:<name>``: the
 requests of ``shared/oracle/librdkafka/vectors.jsonl`` with librdkafka's own answers;
-lines with ``librdkafka_abort`` and no result are requests on which librdkafka crashed.
+lines with ``librdkafka_abort`` and no result are requests on which librdkafka crashed;
+lines with source ``live-2.16.0`` come from live groups (``tests/golden/librdkafka_live.py``).
 """
 
 from __future__ import annotations
