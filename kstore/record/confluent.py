@@ -316,7 +316,9 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 protocol=protocol_of(strategy),
             )
         )
-        at = max(report.at for report in round_reports)
+        # The generation's first report: later ones (a revocation ending it, a member
+        # reporting late) would move the time of facts already stored under these ids.
+        at = min(report.at for report in round_reports)
         events.extend(_events(cluster, group, f"{generation}", at, out))
     # Members that closed after the last generation the reports show.
     gone = [MemberLeft(member_id=m, reason="leave") for m in sorted(members) if m in closed]
