@@ -339,6 +339,30 @@ def compare_cmd(
     print_compare(ctx_state.store, group=group, cluster=cluster, timelines=timelines, output=output)
 
 
+@app.command("advise")
+def advise_cmd(
+    group: Annotated[str, typer.Option("--group", help="The group.")],
+    cluster: _GroupClusterOpt = None,
+    source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
+    strategies: Annotated[
+        str | None,
+        typer.Option("--strategies", help="A,B,... (default: every strategy); optimal always."),
+    ] = None,
+    output: _FormatOpt = "table",
+) -> None:
+    """Which strategy and protocol would have moved least: replay with each, rank them."""
+    from kstore.commands.analytics import print_advice
+
+    print_advice(
+        ctx_state.store,
+        group=group,
+        cluster=cluster,
+        source=source,
+        strategies=strategies,
+        output=output,
+    )
+
+
 @app.command("report")
 def report_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],

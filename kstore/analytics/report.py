@@ -20,7 +20,7 @@ from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query
 from kstore.store.log import Store
 
-__all__ = ["HEATMAP_PARTITIONS", "compare", "timelines_of", "write_report"]
+__all__ = ["HEATMAP_PARTITIONS", "compare", "strategies_of", "timelines_of", "write_report"]
 
 HEATMAP_PARTITIONS = 200
 """The heatmap shows at most this many partitions (the first by topic and number)."""
@@ -49,7 +49,7 @@ def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) ->
         raise UsageError(f"timeline {missing[0]!r} of {cluster}/{group} has no rebalance")
     rows = sorted(result.rows, key=lambda row: order[row[0]])
     churn, unassigned = (result.columns.index(c) for c in ("churn", "unassigned"))
-    strategies = _strategies(store, group, cluster)
+    strategies = strategies_of(store, group, cluster)
     optimal = [row for row in rows if strategies.get(row[0]) == "optimal"]
     if not optimal:
         return Result(result.columns, rows)
@@ -63,7 +63,7 @@ def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) ->
     )
 
 
-def _strategies(store: Store, group: str, cluster: str) -> dict[str, str]:
+def strategies_of(store: Store, group: str, cluster: str) -> dict[str, str]:
     """Timeline -> its strategy, when all its rebalances used one."""
     from kstore.analytics._queries import run_sql
 

@@ -13,9 +13,18 @@ from kstore.analytics.replay import replay
 from kstore.analytics.report import compare, timelines_of, write_report
 from kstore.analytics.scope import check_params, resolve
 from kstore.commands._output import check_format, print_rows
+from kstore.model.strategies import strategy
 from kstore.store.log import Store
 
-__all__ = ["list_queries", "print_compare", "print_query", "print_sql", "replay_group", "report"]
+__all__ = [
+    "list_queries",
+    "print_advice",
+    "print_compare",
+    "print_query",
+    "print_sql",
+    "replay_group",
+    "report",
+]
 
 
 def print_result(result: Result, output: str, title: str | None = None) -> None:
@@ -151,3 +160,34 @@ def report(
     cluster, names = _timelines(store, group, cluster, timelines)
     plots = write_report(store, group, names, cluster, out)
     print(f"wrote {out} ({plots} plots, timelines {', '.join(names)})")
+
+
+def print_advice(
+    path: Path,
+    *,
+    group: str,
+    cluster: str | None,
+    source: str,
+    strategies: str | None,
+    output: str,
+) -> None:
+    from kstore.analytics.advise import advise
+
+    check_format(output)
+    store = Store(path)
+    scope = resolve(store, cluster=cluster, group=group, timeline=source)
+    assert scope.cluster is not None
+    names = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
+    for name in names or ():
+        strategy(name)
+    table = advise(store, group, scope.cluster, source, names)
+    print_result(table, output, title=f"advice for {scope.cluster}/{group} ({source})")
+    rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+    real = [r for r in rows if r["strategy"] != "optimal" and r["timeline"] != source]
+    if output == "table" and real:
+        best = real[0]
+        print(
+            f"would have moved least: {best['strategy']} ({best['protocol']} protocol), "
+            f"churn {best['churn']} ({best['churn_above_optimal']} above optimal), "
+            f"disruption {best['disruption']} ({best['disruption_above_optimal']} above optimal)"
+        )

@@ -1,0 +1,90 @@
+"""Advice: which strategy and protocol would have moved least over a group's history.
+
+``advise`` replays the source timeline with every strategy of the catalogue and with
+``optimal`` (the least movement any balanced assignment could have made), each into
+``replay/<strategy>`` (a replay stored already is reused: the replay continues it, or
+finds it whole), and ``advice`` reads the answer from the timelines: one row per
+strategy, best first, with its protocol (from the catalogue) and how far it is from
+optimal. Disruption is churn plus partitions left without an owner for a round (what a
+cooperative round withholds): both stop a partition being consumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kstore._errors import UsageError
+from kstore.analytics._queries import Result
+from kstore.analytics.replay import replay
+from kstore.analytics.report import compare, strategies_of, timelines_of
+from kstore.model.strategies import CATALOGUE, known_protocol
+from kstore.store.log import Store
+
+__all__ = ["ADVICE_COLUMNS", "advice", "advise"]
+
+ADVICE_COLUMNS = [
+    "rank",
+    "strategy",
+    "protocol",
+    "timeline",
+    "rebalances",
+    "churn",
+    "unassigned",
+    "disruption",
+    "churn_above_optimal",
+    "disruption_above_optimal",
+    "stickiness",
+    "imbalance",
+]
+
+
+def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> Result | None:
+    """The advice table from the group's stored timelines (``source`` and every timeline
+    decided by one strategy throughout); None without an ``optimal`` timeline."""
+    decided = strategies_of(store, group, cluster)
+    names = [t for t in timelines_of(store, group, cluster) if t == source or t in decided]
+    if not any(decided.get(t) == "optimal" for t in names):
+        return None
+    table = compare(store, group, names, cluster)
+    rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+    for row in rows:
+        row["disruption"] = row["churn"] + row["unassigned"]
+        name = decided.get(row["timeline"])
+        row["strategy"] = name if row["timeline"] != source else f"{source} ({name or 'mixed'})"
+        row["protocol"] = known_protocol(name)
+    rows.sort(key=lambda r: (r["disruption"], r["churn"], r["timeline"] != source, r["strategy"]))
+    # A place for replay completeness (a replay cut short would look cheap): when the
+    # replay's timelines say how complete they are, a column goes here.
+    out = [
+        tuple(rank if c == "rank" else r[c] for c in ADVICE_COLUMNS)
+        for rank, r in enumerate(rows, start=1)
+    ]
+    return Result(list(ADVICE_COLUMNS), out)
+
+
+def advise(
+    store: Store,
+    group: str,
+    cluster: str,
+    source: str = "recorded",
+    strategies: Iterable[str] | None = None,
+) -> Result:
+    """Replay ``source`` with each strategy (default: the whole catalogue) and ``optimal``,
+    then the advice table."""
+    names: Sequence[str] = list(strategies) if strategies is not None else list(CATALOGUE)
+    if "optimal" not in names:
+        names = [*names, "optimal"]
+    for name in names:
+        replay(
+            store,
+            group=group,
+            cluster=cluster,
+            strategy=name,
+            source=source,
+            timeline=f"replay/{name}",
+            resume=True,
+        )
+    found = advice(store, group, cluster, source)
+    if found is None:  # cannot happen: optimal was replayed above
+        raise UsageError(f"no optimal timeline of {cluster}/{group}")
+    return found

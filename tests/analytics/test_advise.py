@@ -1,0 +1,61 @@
+"""``kstore advise`` (issue 14, point 5): every strategy and optimal replayed, one table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from kstore.model.strategies import CATALOGUE
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def kstore(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_advise_ranks_every_strategy_against_optimal(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    assert kstore(store, "init").returncode == 0
+    scenario = EXAMPLES / "eager-vs-cooperative.yaml"
+    assert kstore(store, "simulate", str(scenario), "--timeline", "recorded").returncode == 0
+    out = kstore(store, "advise", "--group", "eager-vs-cooperative", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {r["strategy"] for r in rows} == {*CATALOGUE, "recorded (cooperative-sticky)"}
+    for row in rows:
+        name = row["strategy"].removeprefix("recorded (").removesuffix(")")
+        assert row["protocol"] == CATALOGUE[name].protocol
+        assert row["disruption"] == row["churn"] + row["unassigned"]
+        assert row["churn_above_optimal"] >= 0 and row["disruption_above_optimal"] >= 0
+    (optimal,) = [r for r in rows if r["strategy"] == "optimal"]
+    assert optimal["churn_above_optimal"] == 0
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert [r["disruption"] for r in rows] == sorted(r["disruption"] for r in rows)
+    # the numbers are compare's, timeline by timeline
+    compared = {
+        r["timeline"]: r
+        for r in json.loads(
+            kstore(store, "compare", "--group", "eager-vs-cooperative", "--format", "json").stdout
+        )
+    }
+    for row in rows:
+        assert row["churn"] == compared[row["timeline"]]["churn"]
+    # a second advice reuses the stored replays: nothing appended, same table
+    events = kstore(store, "streams", "--format", "json").stdout
+    again = kstore(store, "advise", "--group", "eager-vs-cooperative", "--format", "json")
+    assert json.loads(again.stdout) == rows
+    assert kstore(store, "streams", "--format", "json").stdout == events
+    table = kstore(store, "advise", "--group", "eager-vs-cooperative")
+    assert "would have moved least: sticky (eager protocol)" in table.stdout or (
+        "would have moved least: librdkafka:sticky (eager protocol)" in table.stdout
+    )
+    bad = kstore(store, "advise", "--group", "eager-vs-cooperative", "--strategies", "stiky")
+    assert bad.returncode == 2 and "did you mean sticky" in bad.stderr
