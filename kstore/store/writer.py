@@ -33,10 +33,10 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from kstore.model.events import AssignmentCompleted, Event, EventData, StreamId
+from kstore.model.events import AssignmentCompleted, Event, EventData, EventError, StreamId
 from kstore.model.fold import GroupState
 from kstore.model.ids import event_id
-from kstore.store.interface import AppendResult, CheckpointWrite, EventStore
+from kstore.store.interface import AppendResult, CheckpointWrite, ConcurrencyError, EventStore
 
 __all__ = ["Writer", "content_digest", "stamp"]
 
@@ -165,7 +165,19 @@ class Writer:
             return AppendResult(0, 0)
         counts = Counter(event.stream for event in batch)
         expected = {s: self._versions[s] for s in counts if s in self._versions}
-        result = self.store.append(batch, expected, checkpoint=checkpoint)
+        try:
+            result = self.store.append(batch, expected, checkpoint=checkpoint)
+        except EventError:
+            # Another fact under one of these ids: when a stream moved past the version
+            # this writer made its events from, another writer recorded the facts first
+            # (a stale view, as a version conflict), else the events are at fault.
+            for stream, version in expected.items():
+                if self.store.version(stream) != version:
+                    raise ConcurrencyError(
+                        f"stream {stream} moved past version {version}, and holds other "
+                        "facts under this batch's ids; nothing stored"
+                    ) from None
+            raise
         if checkpoint is not None:
             self.saved = json.loads(json.dumps(position))
         self.stored_count += result.stored

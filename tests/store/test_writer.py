@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -256,3 +256,50 @@ def test_the_memory_stores_tables_follow_its_log_and_checkpoints() -> None:
     store.append(history(H, 1), checkpoint=CheckpointWrite("k", {"at": 1}))
     assert store.query("SELECT count(*) FROM kstore_events").rows == [(10,)]
     assert store.query("SELECT key, position FROM kstore_checkpoints").rows == [("k", '{"at": 1}')]
+
+
+def test_a_stale_writer_recording_the_same_facts_later_gets_a_version_conflict(
+    store: EventStore,
+) -> None:
+    from kstore.model.events import EventError
+
+    early, late = Writer(store), Writer(store)
+    assert early.state(G) == late.state(G) == GroupState()
+    data = TopicChanged(topic="t", partitions=2)
+    early.write([stamp(G, T0, data, "poll", "default/g/0/0", content=True)])
+    # The same fact seen a second later: the same id, another time.
+    seen_later = stamp(G, T0 + timedelta(seconds=1), data, "poll", "default/g/0/0", content=True)
+    with pytest.raises(ConcurrencyError):
+        late.write([seen_later])
+    late.forget(G)
+    late.state(G)
+    with pytest.raises(EventError):  # not stale: the event itself is at fault
+        late.write([seen_later])
+    assert store.version(G) == 1
+
+
+def test_two_pollers_racing_store_each_change_once(store: EventStore) -> None:
+    from kstore.record.poller import Poller
+    from tests.record.test_poller import AT, FakeAdmin, described, group
+
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    first = Poller(store, FakeAdmin([[one]], {"t": 2}), groups=["g"])
+
+    class Racing(FakeAdmin):
+        """The second poller's broker: the first poller stores the same change (a second
+        earlier) after the second read the stream and before it appends."""
+
+        raced = False
+
+        def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+            if not self.raced:
+                self.raced = True
+                first.poll_once(AT)
+            return super().partition_counts(topics)
+
+    second = Poller(store, Racing([[one], [one]], {"t": 2}), groups=["g"])
+    assert second.poll_once(AT + timedelta(seconds=1)) == 0  # moved on: waits a poll
+    assert second.poll_once(AT + timedelta(seconds=2)) == 0  # nothing new to it
+    stored = [s.event for s in store.events()]
+    assert len(stored) == first.stored == 4
+    assert {e.at for e in stored} == {AT}
