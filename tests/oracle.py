@@ -9,11 +9,15 @@ result: Kafka throws on them, kstore must answer with a valid assignment and a w
 requests of ``shared/oracle/librdkafka/vectors.jsonl`` with librdkafka's own answers;
 lines with ``librdkafka_abort`` and no result are requests on which librdkafka crashed;
 lines with source ``live-2.16.0`` come from live groups (``tests/golden/librdkafka_live.py``).
+``tests/golden/kafka-python-<name>.jsonl`` (``kafka-python:<name>``): kafka-python's own
+answers to the Java files' requests (``tests/golden/kafka_python_vectors.py``); lines
+with ``kafka_python_error`` are requests on which it raised.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -30,7 +34,7 @@ __all__ = ["GOLDEN", "Golden", "expected_result", "golden", "golden_strategies",
 def golden_strategies() -> list[str]:
     """The strategies that have a golden file (``librdkafka-range`` holds ``librdkafka:range``)."""
     stems = sorted(p.stem for p in GOLDEN.glob("*.jsonl"))
-    return [s.replace("librdkafka-", "librdkafka:", 1) for s in stems]
+    return [re.sub(r"^(librdkafka|kafka-python)-", r"\1:", s) for s in stems]
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Golden:
 
 @cache
 def golden(strategy: str) -> tuple[Golden, ...]:
-    path = GOLDEN / f"{strategy.replace(':', '-')}.jsonl"
+    path = GOLDEN / f"{strategy.replace(':', '-', 1)}.jsonl"
     rows = []
     with path.open() as handle:
         for text in handle:

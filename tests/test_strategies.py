@@ -49,7 +49,9 @@ def test_a_wire_name_is_classic_or_unknown() -> None:
     [
         ("cooperative-sticky", "librdkafka 2.16.0", "librdkafka:cooperative-sticky"),
         ("range", "librdkafka", "librdkafka:range"),
-        ("range", "kafka-python 3.0.12", "range"),
+        ("range", "kafka-python 3.0.12", "kafka-python:range"),
+        ("sticky", "kafka-python 3.0.12", "sticky"),
+        ("range", "kstore 0.1.0", "range"),
         ("sticky", None, "sticky"),
         ("librdkafka:sticky", None, "librdkafka:sticky"),
         ("uniform", "librdkafka 2.16.0", "uniform"),

@@ -58,6 +58,8 @@ _REGISTRY: dict[str, str] = {
     "librdkafka:cooperative-sticky": (
         "kstore.assignors._librdkafka_sticky:LIBRDKAFKA_COOPERATIVE_STICKY"
     ),
+    "kafka-python:range": "kstore.assignors._kafka_python:KAFKA_PYTHON_RANGE",
+    "kafka-python:roundrobin": "kstore.assignors._kafka_python:KAFKA_PYTHON_ROUNDROBIN",
 }
 
 _loaded: dict[str, Assignor] = {}

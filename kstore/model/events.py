@@ -174,8 +174,9 @@ class AssignmentCompleted(EventData):
     leader: StrictStr | None = None
     protocol: Literal["eager", "cooperative", "consumer"] | None = None
     client: StrictStr | None = None
-    """The client library, and its version, that computed this assignment (a classic
-    group's leader): ``librdkafka 2.16.0``, ``kafka-python 3.0.12``, ``java 4.0.0``;
+    """The library, and its version, whose assignor computed this assignment (a classic
+    group's leader's): ``librdkafka 2.16.0``, ``kafka-python 3.0.12``, ``java 4.0.0``, or
+    ``kstore 0.1.0`` where kstore's recording assignor computed it inside the leader;
     None where the recorder cannot tell. Optional, so older events read unchanged;
     ``kstore replay --strategy same`` reads it (``strategies.flavour_of``)."""
 

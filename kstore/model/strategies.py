@@ -76,6 +76,9 @@ CATALOGUE: dict[str, Strategy] = _catalogue(
     Strategy("librdkafka:roundrobin", "eager", "librdkafka"),
     Strategy("librdkafka:sticky", "eager", "librdkafka"),
     Strategy("librdkafka:cooperative-sticky", "cooperative", "librdkafka"),
+    # kafka-python 3.0.12's own range and round-robin (its sticky is not reproduced).
+    Strategy("kafka-python:range", "eager", "kafka-python"),
+    Strategy("kafka-python:roundrobin", "eager", "kafka-python"),
 )
 
 CLASSIC_STRATEGIES = tuple(
