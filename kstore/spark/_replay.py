@@ -19,6 +19,7 @@ from kstore._errors import UsageError
 from kstore.analytics.replay import replay_events
 from kstore.assignors import get_assignor
 from kstore.model.events import StreamId
+from kstore.model.strategies import SAME
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import map_streams, write_partitioned
 from kstore.spark._schema import LogRow, event_schema, events_to_arrow
@@ -73,7 +74,8 @@ def replay_log(
     if not strategies:
         raise UsageError("--strategies: name at least one strategy")
     for strategy in strategies:
-        get_assignor(strategy)  # an unknown name fails here, not in a task
+        if strategy != SAME:  # same: each generation's own flavour, known in the task
+            get_assignor(strategy)  # an unknown name fails here, not in a task
     streams = log.where(log.timeline == source)
     return map_streams(streams, _replayer(list(strategies), warnings), event_schema())
 

@@ -115,7 +115,7 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
     store.init()
     store.append(fleet(4, 12, seed=5))
     export_store(store, tmp_path / "log")
-    strategies = ["sticky", "cooperative-sticky", "optimal"]
+    strategies = ["sticky", "cooperative-sticky", "optimal", "same"]
     count = write_replays(read_log(spark, [tmp_path / "log"]), strategies, tmp_path / "out")
     replayed = _streams(_log(tmp_path / "out"))
     assert count == sum(len(r) for r in replayed.values())
