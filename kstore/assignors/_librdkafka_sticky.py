@@ -14,6 +14,7 @@ same name and a warning.
 
 from __future__ import annotations
 
+from bisect import insort
 from itertools import pairwise
 
 from kstore.assignors._contract import (
@@ -160,7 +161,9 @@ class _Run:
         self.subscriptions = {m: set(sub.topics) for m, sub in members.items()}
         self.current: dict[str, list[TopicPartition]] = {}
         self.potential: dict[str, list[TopicPartition]] = {}
-        self.potential_sets: dict[str, set[TopicPartition]] = {}
+        # A member may take a partition iff it subscribes to its (existing) topic.
+        self.eligible: dict[str, set[str]] = {m: set() for m in members}
+        self.keys = {m: c_key(m) for m in members}
         self.consumers_of: dict[TopicPartition, list[str]] = {}
         self.owner: dict[TopicPartition, str] = {}
         self.previous: dict[TopicPartition, str] = {}
@@ -169,9 +172,16 @@ class _Run:
 
     # -- helpers ---------------------------------------------------------------------
 
-    def _resort(self) -> None:
-        current = self.current
-        self.sorted.sort(key=lambda m: (len(current[m]), c_key(m)))
+    def _key(self, member: str) -> tuple[int, bytes]:
+        """``sort_by_map_elem_val_toppar_list_cnt``: partition count, then member id."""
+        return len(self.current[member]), self.keys[member]
+
+    def _resort(self, *changed: str) -> None:
+        # The order is total, so re-placing the members whose count changed is the sort.
+        for member in changed:
+            self.sorted.remove(member)
+        for member in changed:
+            insort(self.sorted, member, key=self._key)
 
     def _mismatch(self, consumer: str, tp: TopicPartition) -> bool:
         if self.rack_of is None:
@@ -208,19 +218,18 @@ class _Run:
 
     def populate_potential(self) -> None:
         for topic, subscribers in self.topics.items():
+            partitions = [(topic, p) for p in range(self.request.topics[topic])]
             for member in subscribers:
-                mine = self.potential[member]
-                for p in range(self.request.topics[topic]):
-                    tp = (topic, p)
-                    mine.append(tp)
-                    self.consumers_of.setdefault(tp, []).append(member)
-        self.potential_sets = {m: set(tps) for m, tps in self.potential.items()}
+                self.potential[member].extend(partitions)
+                self.eligible[member].add(topic)
+            # Every partition of a topic has the topic's subscribers (a shared list: read only).
+            self.consumers_of.update(dict.fromkeys(partitions, subscribers))
 
     def _identical(self) -> bool:
         lists = [self.consumers_of[tp] for tp in reversed(self.consumers_of)]
         if any(a != b for a, b in pairwise(lists)):
             return False
-        sets = [self.potential_sets[m] for m in reversed(self.potential)]
+        sets = [self.eligible[m] for m in reversed(self.potential)]
         return all(a == b for a, b in pairwise(sets))
 
     def sort_partitions(self) -> list[TopicPartition]:
@@ -234,7 +243,12 @@ class _Run:
             valid = [tp for tp in partitions if tp in consumers_of]
             if valid:
                 held[consumer] = valid
-        order = sorted(held, key=lambda m: (len(held[m]), c_key(m)))
+        keys = self.keys
+
+        def key(member: str) -> tuple[int, bytes]:
+            return len(held[member]), keys[member]
+
+        order = sorted(held, key=key)
         result: list[TopicPartition] = []
         while order:
             remaining = held[order[-1]]
@@ -247,7 +261,7 @@ class _Run:
             else:
                 order.pop()
                 continue
-            order.sort(key=lambda m: (len(held[m]), c_key(m)))
+            insort(order, order.pop(), key=key)
         was_empty = not result
         listed = set(result)
         for tp in reversed(consumers_of):
@@ -263,13 +277,13 @@ class _Run:
             tp = partitions[i]
             assigned = False
             for consumer in self.sorted:
-                if tp not in self.potential_sets[consumer]:
+                if tp[0] not in self.eligible[consumer]:
                     continue
                 if racks and self._mismatch(consumer, tp):
                     continue
                 self.current[consumer].append(tp)
                 self.owner[tp] = consumer
-                self._resort()
+                self._resort(consumer)
                 assigned = True
                 break
             if assigned and racks:
@@ -311,14 +325,15 @@ class _Run:
         self.current[new].append(tp)
         _remove(self._holding(old), tp)
         self.owner[tp] = new
-        self._resort()
+        assert old is not None  # _holding aborts otherwise
+        self._resort(*{new: None, old: None})
 
     def _reassign_to(self, tp: TopicPartition, new: str) -> None:
         self._process_move(self.movements.actual_partition(tp, self.owner.get(tp), new), new)
 
     def _reassign(self, tp: TopicPartition) -> None:
         for consumer in self.sorted:
-            if tp in self.potential_sets[consumer]:
+            if tp[0] in self.eligible[consumer]:
                 self._reassign_to(tp, consumer)
                 return
         raise _Abort("assertion reassignPartition(): no new consumer found")
@@ -417,8 +432,7 @@ class _Run:
                 else:
                     _remove(unassigned, tp)
                     i += 1
-        self.sorted = list(self.current)
-        self._resort()
+        self.sorted = sorted(self.current, key=self._key)
         self.balance(sorted_partitions, unassigned, revoke)
         return self.current
 
