@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from kstore._errors import UsageError
+from kstore._limits import (
+    MAX_PARTITIONS,
+    Int32,
+    NonNegativeInt32,
+    PartitionCount,
+    TopicName,
+    TopicRef,
+)
 
 __all__ = [
     "Assignment",
@@ -23,6 +31,7 @@ __all__ = [
     "ContractError",
     "MemberSubscription",
     "TopicPartition",
+    "check_total",
     "normalise",
     "parse_request",
     "parse_requests",
@@ -35,18 +44,15 @@ TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]
 """Member id -> its partitions."""
 
-_NonNegative = Annotated[StrictInt, Field(ge=0)]
-_Positive = Annotated[StrictInt, Field(ge=1)]
-
 
 class MemberSubscription(BaseModel):
     """One member's part of a request: what it subscribes to and what it owned."""
 
     model_config = ConfigDict(frozen=True)
 
-    topics: list[StrictStr]
-    owned: list[tuple[StrictStr, _NonNegative]] = Field(default_factory=list)
-    generation: StrictInt | None = None
+    topics: list[TopicName]
+    owned: list[tuple[TopicRef, NonNegativeInt32]] = Field(default_factory=list)
+    generation: Int32 | None = None
     rack: StrictStr | None = None
     instance_id: StrictStr | None = None
 
@@ -57,8 +63,8 @@ class AssignmentRequest(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     strategy: StrictStr
-    topics: dict[StrictStr, _Positive]
-    partition_racks: dict[StrictStr, list[list[StrictStr]]] | None = None
+    topics: dict[TopicName, PartitionCount]
+    partition_racks: dict[TopicName, list[list[StrictStr]]] | None = None
     members: dict[StrictStr, MemberSubscription]
 
 
@@ -111,6 +117,7 @@ def validate_request(raw: Any) -> AssignmentRequest:
     if request.strategy not in strategies():
         known = ", ".join(strategies())
         raise ContractError(f"strategy: unknown strategy {request.strategy!r} (known: {known})")
+    check_total(request.topics)
     for topic, racks in (request.partition_racks or {}).items():
         count = request.topics.get(topic)
         if count is not None and len(racks) > count:
@@ -118,6 +125,15 @@ def validate_request(raw: Any) -> AssignmentRequest:
                 f"partition_racks.{topic}: {len(racks)} entries for {count} partitions"
             )
     return request
+
+
+def check_total(topics: dict[str, int]) -> None:
+    """Refuse a request of more partitions than kstore assigns (``MAX_PARTITIONS``)."""
+    total = sum(topics.values())
+    if total > MAX_PARTITIONS:
+        raise ContractError(
+            f"topics: {total:,} partitions in all; kstore assigns at most {MAX_PARTITIONS:,}"
+        )
 
 
 def parse_requests(lines: Iterable[str]) -> Iterator[AssignmentRequest]:

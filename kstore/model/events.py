@@ -19,17 +19,18 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    StrictInt,
     StrictStr,
     ValidationError,
 )
 
 from kstore._errors import UsageError
+from kstore._limits import NonNegativeInt32, PartitionCount, TopicName, TopicRef, check_instant
 
 __all__ = [
     "EVENT_TYPES",
@@ -71,9 +72,8 @@ class StreamId(NamedTuple):
         return f"{self.cluster}/{self.group}/{self.timeline}"
 
 
-_NonNegative = Annotated[StrictInt, Field(ge=0)]
-_Positive = Annotated[StrictInt, Field(ge=1)]
-_Partition = tuple[StrictStr, _NonNegative]
+_NonNegative = NonNegativeInt32
+_Partition = tuple[TopicRef, NonNegativeInt32]
 
 EVENT_TYPES: dict[str, type[EventData]] = {}
 """Event type name -> its data model, in the order of events.md."""
@@ -123,18 +123,18 @@ class EventData(BaseModel):
 class TopicChanged(EventData):
     """A topic was created, or its partition count or replica placement changed."""
 
-    topic: StrictStr
-    partitions: _Positive
+    topic: TopicName
+    partitions: PartitionCount
     racks: list[list[StrictStr]] | None = None
 
 
 class TopicDeleted(EventData):
-    topic: StrictStr
+    topic: TopicName
 
 
 class MemberJoined(EventData):
     member_id: StrictStr
-    topics: list[StrictStr]
+    topics: list[TopicName]
     instance_id: StrictStr | None = None
     client_id: StrictStr | None = None
     host: StrictStr | None = None
@@ -159,7 +159,7 @@ class MemberReplaced(EventData):
 
 class SubscriptionChanged(EventData):
     member_id: StrictStr
-    topics: list[StrictStr]
+    topics: list[TopicName]
 
 
 class RebalanceStarted(EventData):
@@ -205,7 +205,9 @@ class Event(BaseModel):
     cluster: StrictStr = "default"
     group: StrictStr
     timeline: StrictStr = "recorded"
-    at: Annotated[AwareDatetime, BeforeValidator(_iso_text_or_datetime)]
+    at: Annotated[
+        AwareDatetime, BeforeValidator(_iso_text_or_datetime), AfterValidator(check_instant)
+    ]
     data: EventData
 
     @property

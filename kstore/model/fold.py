@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition
+from kstore.assignors._contract import check_total
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -197,7 +198,8 @@ class GroupState:
         """
         # Built without validation: every value comes from validated events, and
         # checking 10,000 owned partitions again would cost as much as assigning them.
-        # ``assign`` still checks the strategy.
+        # ``assign`` still checks the strategy; the size is checked here.
+        check_total(self.topics)
         assignment, generation = self.assignment, self.generation
         members = {}
         for member_id, member in self.members.items():

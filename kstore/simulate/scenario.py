@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
@@ -23,6 +24,8 @@ from pydantic import (
 
 from kstore._errors import UsageError
 from kstore._files import read_text
+from kstore._limits import PartitionCount, TopicName, check_instant
+from kstore.assignors._contract import check_total
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.protocol.settings import ProtocolSettings
 
@@ -42,8 +45,19 @@ class ScenarioError(UsageError):
     """A scenario that cannot be run; the message starts with ``FILE:LINE:``."""
 
 
+MAX_SCENARIO_CHARS = 4 * 1024 * 1024
+MAX_MEMBERS = 1_000_000
+MAX_DURATION_MS = 100 * 365 * 86_400_000
+_MAX_DEPTH = 64
+
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+
+
+def _bounded(ms: int) -> int:
+    if ms > MAX_DURATION_MS:
+        raise ValueError("a duration is at most 100 years")
+    return ms
 
 
 def parse_duration(value: Any) -> int:
@@ -53,11 +67,11 @@ def parse_duration(value: Any) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return value
+        return _bounded(value)
     if isinstance(value, str):
         found = _DURATION.match(value)
         if found:
-            return round(float(found.group(1)) * _UNITS[found.group(2)])
+            return _bounded(round(float(found.group(1)) * _UNITS[found.group(2)]))
     raise ValueError("a duration is a number of ms or text like 250ms, 10s, 5m, 1h")
 
 
@@ -69,7 +83,7 @@ class _Model(BaseModel):
 
 
 class TopicSpec(_Model):
-    partitions: int = Field(ge=1)
+    partitions: PartitionCount
     racks: list[list[str]] | None = None
     """Per partition, the racks of its replicas (KIP-881 rack-aware assignment)."""
 
@@ -84,9 +98,9 @@ class MemberGroup(_Model):
     """One member, or ``count`` alike ones named ``{prefix}{index}``."""
 
     name: str | None = None
-    count: int = Field(1, ge=1)
+    count: int = Field(1, ge=1, le=MAX_MEMBERS)
     prefix: str = "c-"
-    topics: list[str]
+    topics: list[TopicName]
     protocols: list[str] | None = None
     """Assignors in preference order (default: the scenario's strategy)."""
     rack: str | None = None
@@ -112,7 +126,7 @@ class RestartAction(_Named):
 
 
 class SubscribeAction(_Named):
-    topics: list[str]
+    topics: list[TopicName]
 
 
 class ForAction(_Named):
@@ -126,14 +140,14 @@ class RollingRestart(_Model):
 
 
 class PartitionsAction(_Model):
-    topic: str
-    count: int = Field(ge=1)
+    topic: TopicName
+    count: PartitionCount
     racks: list[list[str]] | None = None
 
 
 class JoinAction(_Model):
     name: str
-    topics: list[str]
+    topics: list[TopicName]
     protocols: list[str] | None = None
     rack: str | None = None
     static: bool = False
@@ -163,7 +177,7 @@ class Step(_Model):
     crash: str | None = None
     restart: RestartAction | None = None
     rolling_restart: RollingRestart | None = Field(None, alias="rolling-restart")
-    scale: int | None = Field(None, ge=0)
+    scale: int | None = Field(None, ge=0, le=MAX_MEMBERS)
     subscribe: SubscribeAction | None = None
     partitions: PartitionsAction | None = None
     slow: ForAction | None = None
@@ -188,12 +202,14 @@ class Scenario(_Model):
     name: str
     group: str | None = None
     cluster: str = "default"
-    start: AwareDatetime = datetime(2026, 1, 1, tzinfo=UTC)
+    start: Annotated[AwareDatetime, AfterValidator(check_instant)] = datetime(
+        2026, 1, 1, tzinfo=UTC
+    )
     protocol: Protocol = "eager"
     strategy: str | None = None
     """Default assignor: ``range`` (classic) or ``uniform`` (consumer)."""
     settings: ProtocolSettings = ProtocolSettings()
-    topics: dict[str, Annotated[TopicSpec, BeforeValidator(_topic)]]
+    topics: dict[TopicName, Annotated[TopicSpec, BeforeValidator(_topic)]]
     members: list[MemberGroup]
     steps: list[Step] = []
     until: Ms | None = None
@@ -213,6 +229,9 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
+        check_total({t: spec.partitions for t, spec in self.topics.items()})
+        if sum(group.count for group in self.members) > MAX_MEMBERS:
+            raise ValueError(f"members: more than {MAX_MEMBERS:,} in all")
         if self.protocol == "cooperative":
             for group in self.members:
                 if group.protocols and set(group.protocols) != {"cooperative-sticky"}:
@@ -256,6 +275,22 @@ class Scenario(_Model):
 # --- YAML with line numbers ---------------------------------------------------------------
 
 
+def _plain_yaml(text: str, source: str) -> None:
+    """Refuse aliases and nesting deeper than ``_MAX_DEPTH``, reading YAML's event stream
+    (linear, and no recursion) before any node is built."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 1
+        if isinstance(event, yaml.AliasEvent):
+            raise ScenarioError(f"{source}:{line}: YAML aliases (*name) are not allowed here")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                raise ScenarioError(f"{source}:{line}: nested more than {_MAX_DEPTH} deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def _to_data(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
     """The data of ``node``; ``lines`` gets the line of each path (a key's own line)."""
     lines.setdefault(path, node.start_mark.line + 1)
@@ -293,8 +328,18 @@ def _line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
-    """Validate a scenario's YAML text; ``ScenarioError`` names ``source:line``."""
+    """Validate a scenario's YAML text; ``ScenarioError`` names ``source:line``.
+
+    Loaded safely: at most ``MAX_SCENARIO_CHARS`` characters, nested at most 64 deep,
+    and no aliases (``*name``: nested ones expand exponentially, a few hundred bytes to
+    billions of nodes), so loading takes time in proportion to the text.
+    """
+    if len(text) > MAX_SCENARIO_CHARS:
+        raise ScenarioError(
+            f"{source}:1: {len(text):,} characters; a scenario has at most {MAX_SCENARIO_CHARS:,}"
+        )
     try:
+        _plain_yaml(text, source)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -1,0 +1,83 @@
+"""Kafka's own bounds on what kstore reads, as pydantic types: one definition for the
+events (``kstore.model``), the assignment contract (``kstore.assignors``), scenarios,
+the recorders and Spark ingest. Here, not in ``kstore.model``, because the model's fold
+imports the assignors.
+
+- Generations, member epochs, partition numbers and counts, timeouts: Kafka's ``int32``.
+- Partitions: at most ``MAX_PARTITIONS`` per topic and per assignment request, kstore's
+  own bound (Kafka's int32 would let a 2,000,000,000-partition topic through, which no
+  cluster has and which no process could assign in memory).
+- Topic names as Kafka's ``Topic.validate``: 1 to 249 characters of ``[a-zA-Z0-9._-]``,
+  not ``.`` or ``..``.
+- Times: Kafka's are milliseconds since 1970 (``int64``); kstore takes 1970-01-01 to
+  9999-12-31 UTC, what DuckDB, Arrow, Spark and Python all hold.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StrictInt, StrictStr, StringConstraints
+
+__all__ = [
+    "INT32_MAX",
+    "MAX_PARTITIONS",
+    "Int32",
+    "NonNegativeInt32",
+    "PartitionCount",
+    "TopicName",
+    "TopicRef",
+    "check_instant",
+    "check_topic",
+]
+
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
+MAX_PARTITIONS = 10_000_000
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, tzinfo=UTC)
+
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_topic(name: str) -> str:
+    """``name`` if Kafka allows it as a topic name, else ``ValueError`` saying why."""
+    if not _TOPIC.fullmatch(name):
+        if not name:
+            raise ValueError("a topic name cannot be empty")
+        if len(name) > 249:
+            raise ValueError(f"a topic name has at most 249 characters, not {len(name)}")
+        bad = next(c for c in name if not _TOPIC.fullmatch(c))
+        raise ValueError(f"a topic name is made of [a-zA-Z0-9._-], not {bad!r}")
+    if name in (".", ".."):
+        raise ValueError(f"a topic cannot be named {name!r}")
+    return name
+
+
+def check_instant(at: datetime) -> datetime:
+    """``at`` (aware) if it lies in 1970-01-01 .. 9999-12-31 UTC, else ``ValueError``."""
+    try:
+        utc = at.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST <= utc <= LATEST:
+        raise ValueError("must lie between 1970-01-01 and 9999-12-31 UTC")
+    return at
+
+
+Int32 = Annotated[StrictInt, Field(ge=INT32_MIN, le=INT32_MAX)]
+NonNegativeInt32 = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
+PartitionCount = Annotated[StrictInt, Field(ge=1, le=MAX_PARTITIONS)]
+TopicName = Annotated[StrictStr, AfterValidator(check_topic)]
+# The same rule as a pattern checked in pydantic's core, for the topic of every partition
+# of an assignment (a million of them must cost no Python call each).
+TopicRef = Annotated[
+    StrictStr,
+    StringConstraints(
+        min_length=1,
+        max_length=249,
+        pattern=r"^(?:[a-zA-Z0-9._-]*[a-zA-Z0-9_-][a-zA-Z0-9._-]*|\.{3,})$",
+    ),
+]

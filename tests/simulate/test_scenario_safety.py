@@ -1,0 +1,90 @@
+"""Scenario YAML is loaded safely, and Kafka's bounds hold in scenarios too.
+
+Before: a 209-byte scenario of nested aliases (``*a`` nine deep) kept ``simulate``
+busy for over a minute expanding billions of nodes; any size was read.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kstore.simulate.scenario import MAX_SCENARIO_CHARS, ScenarioError, parse_scenario
+
+LAUGHS = """name: laughs
+topics: {t: 1}
+members: [{name: a, topics: [t]}]
+x0: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]
+x1: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+x2: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+x3: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+x4: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+x5: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+x6: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+x7: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+x8: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+"""
+
+GOOD = "name: s\ntopics: {t: 3}\nmembers: [{name: a, topics: [t]}]\n"
+
+
+def test_nested_aliases_are_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "laughs.yaml"
+    path.write_text(LAUGHS)
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb"),
+         "simulate", str(path)],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - started < 20
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(f"kstore: error: {path}:5: YAML aliases")
+    assert out.stderr.count("\n") == 1
+
+
+def test_one_alias_is_refused_too() -> None:
+    text = GOOD + "steps:\n  - at: 1s\n    subscribe: &s {member: a, topics: [t]}\n"
+    text += "  - at: 2s\n    subscribe: *s\n"
+    with pytest.raises(ScenarioError, match=r"^s:8: YAML aliases"):
+        parse_scenario(text, "s")
+
+
+def test_size_and_depth_are_bounded() -> None:
+    big = GOOD + "# " + "x" * MAX_SCENARIO_CHARS + "\n"
+    with pytest.raises(ScenarioError, match=r"^s:1: .* characters; a scenario has at most"):
+        parse_scenario(big, "s")
+    deep = GOOD + "extra: " + "[" * 100 + "]" * 100 + "\n"
+    with pytest.raises(ScenarioError, match=r"^s:\d+: nested more than 64 deep"):
+        parse_scenario(deep, "s")
+    deeper = GOOD + "extra: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(ScenarioError, match="nested more than"):
+        parse_scenario(deeper, "s")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("name: s\ntopics: {t: 2000000000}\nmembers: [{name: a, topics: [t]}]\n", "s:2: topics.t"),
+        ("name: s\ntopics: {'a b': 1}\nmembers: [{name: a, topics: [t]}]\n", "s:2: topics.a b"),
+        ("name: s\ntopics: {t: 1}\nmembers: [{name: a, topics: ['..']}]\n", "s:3: members.0"),
+        (
+            "name: s\ntopics: {a: 6000000, b: 6000000}\nmembers: [{name: a, topics: [a]}]\n",
+            "s:1: scenario: topics: 12,000,000 partitions in all",
+        ),
+        ("name: s\ntopics: {t: 1}\nmembers: [{count: 2000000000, topics: [t]}]\n", "s:3: members"),
+        (GOOD + "start: 0001-01-01T00:00:00+01:00\n", "s:4: start"),
+        (GOOD + "until: 99999999999999999999\n", "s:4: until"),
+        (GOOD + "settings: {session_timeout_ms: 2147483648}\n", "s:4: settings.session_timeout_ms"),
+        (GOOD + "steps: [{at: 1s, partitions: {topic: t, count: 10000001}}]\n", "s:4: steps.0"),
+    ],
+)
+def test_scenario_bounds_name_the_line_and_field(text: str, where: str) -> None:
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario(text, "s")
+    assert str(refused.value).startswith(where), str(refused.value)
+    assert "\n" not in str(refused.value)
