@@ -4,9 +4,9 @@ the recorders and Spark ingest. Here, not in ``kstore.model``, because the model
 imports the assignors.
 
 - Generations, member epochs, partition numbers and counts, timeouts: Kafka's ``int32``.
-- Partitions: at most ``MAX_PARTITIONS`` per topic and per assignment request, kstore's
-  own bound (Kafka's int32 would let a 2,000,000,000-partition topic through, which no
-  cluster has and which no process could assign in memory).
+- Partitions: at most ``MAX_PARTITIONS`` in one assignment request, kstore's own bound
+  (Kafka's int32 lets a 2,000,000,000-partition topic through, which the log stores as
+  the fact it is, but which no process could assign in memory).
 - Topic names as Kafka's ``Topic.validate``: 1 to 249 characters of ``[a-zA-Z0-9._-]``,
   not ``.`` or ``..``.
 - Times: Kafka's are milliseconds since 1970 (``int64``); kstore takes 1970-01-01 to
@@ -69,7 +69,7 @@ def check_instant(at: datetime) -> datetime:
 
 Int32 = Annotated[StrictInt, Field(ge=INT32_MIN, le=INT32_MAX)]
 NonNegativeInt32 = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
-PartitionCount = Annotated[StrictInt, Field(ge=1, le=MAX_PARTITIONS)]
+PartitionCount = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
 TopicName = Annotated[StrictStr, AfterValidator(check_topic)]
 # The same rule as a pattern checked in pydantic's core, for the topic of every partition
 # of an assignment (a million of them must cost no Python call each).

@@ -98,6 +98,7 @@ def run_sandboxed(
         db.execute(f"SET allowed_directories = {_literal_list(reads.directories)}")
     if reads.files:
         db.execute(f"SET allowed_paths = {_literal_list(reads.files)}")
+    db.execute("SET enable_progress_bar = false")  # it would draw on the terminal
     db.execute("SET enable_external_access = false")
     db.execute("SET lock_configuration = true")
     db.create_function(

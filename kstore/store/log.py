@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 import json
+import shutil
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,6 +38,7 @@ from kstore.store._lock import (
     corruption,
     lock_timeout,
     store_lock,
+    yielding_to_writers,
 )
 from kstore.store._query import checked_statement, readable, run_sandboxed
 from kstore.store.interface import (
@@ -569,8 +572,33 @@ class Store:
         sandbox that writes nothing and reads no file but the store and ``read_paths``."""
         statement = checked_statement(sql)
         reads = readable(read_paths)
-        with self._window(write=False) as conn:
-            return run_sandboxed(conn._db, statement, params, reads)
+        with (
+            self._window(write=False) as conn,
+            yielding_to_writers(self.path, conn._db.interrupt) as stepped_aside,
+        ):
+            try:
+                return run_sandboxed(conn._db, statement, params, reads)
+            except KstoreError:
+                if not stepped_aside.is_set():
+                    raise
+        # A writer came while the query ran: it goes first, and the query runs again on
+        # a copy of the store, taken in a read window of its own (as long as a copy).
+        with self._snapshot() as copy:
+            return Store(copy).query(statement, params, read_paths)
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[Path]:
+        folder = Path(tempfile.mkdtemp(prefix="kstore-snapshot-"))
+        try:
+            copy = folder / self.path.name
+            with store_lock(self.path, exclusive=False):
+                shutil.copyfile(self.path, copy)
+                wal = self.path.with_name(self.path.name + ".wal")
+                if wal.exists():
+                    shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
+            yield copy
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def events(
         self,

@@ -2,7 +2,8 @@
 
 Before: a generation of 2^31 went into the log and broke every int32 projection of the
 store for good; 10^30 partitions made every later assignment of the stream and the
-export fail; 2,000,000,000 partitions ran ``assign`` and ``replay`` out of memory; dates
+export fail; 2,000,000,000 partitions (Kafka's int32 allows them, and the log keeps the fact) ran
+``assign`` and ``replay`` out of memory; dates
 out of range and 2^63 integers ended in errors that named no field.
 """
 
@@ -46,7 +47,7 @@ BAD_EVENTS = [
     (_raw("RebalanceStarted", {"generation": 2**63, "reason": "x"}), "data.generation"),
     (_raw("RebalanceStarted", {"generation": -1, "reason": "x"}), "data.generation"),
     (_raw("TopicChanged", {"topic": "t", "partitions": 10**30}), "data.partitions"),
-    (_raw("TopicChanged", {"topic": "t", "partitions": 2_000_000_000}), "data.partitions"),
+    (_raw("TopicChanged", {"topic": "t", "partitions": 2**31}), "data.partitions"),
     (_raw("TopicChanged", {"topic": "x" * 250, "partitions": 1}), "data.topic"),
     (_raw("TopicChanged", {"topic": "a b", "partitions": 1}), "data.topic"),
     (_raw("TopicChanged", {"topic": "..", "partitions": 1}), "data.topic"),
@@ -88,7 +89,7 @@ def test_the_model_names_the_field(raw: dict[str, object], field: str) -> None:
 def test_the_edges_themselves_are_taken() -> None:
     for raw in (
         _raw("RebalanceStarted", {"generation": INT32_MAX, "reason": "x"}),
-        _raw("TopicChanged", {"topic": "a." + "x" * 247, "partitions": MAX_PARTITIONS}),
+        _raw("TopicChanged", {"topic": "a." + "x" * 247, "partitions": INT32_MAX}),
         _raw("TopicChanged", {"topic": "...", "partitions": 1}),
         _raw("MemberJoined", {"member_id": "m", "topics": ["A-z_0.9"], "session_timeout_ms": 0}),
         _raw("MemberLeft", {"member_id": "m", "reason": "leave"}, "1970-01-01T00:00:00Z"),
@@ -123,7 +124,8 @@ def test_assign_refuses_an_absurd_request_at_once() -> None:
         check=False,
         timeout=60,
     )
-    assert out.returncode == 2 and "topics.t" in out.stderr and out.stderr.count("\n") == 1
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "topics: 2,000,000,000 partitions in all" in out.stderr
     too_many = {**request, "topics": {f"t{i}": MAX_PARTITIONS for i in range(3)}}
     with pytest.raises(ContractError, match=r"^topics: 30,000,000 partitions in all"):
         parse_request(json.dumps(too_many))
@@ -137,9 +139,8 @@ def test_replay_of_a_group_too_big_to_assign_is_one_line(tmp_path: Path) -> None
     store = Store(tmp_path / "kstore.duckdb")
     store.init()
     datas = [
-        TopicChanged(topic="a", partitions=MAX_PARTITIONS),
-        TopicChanged(topic="b", partitions=MAX_PARTITIONS),
-        MemberJoined(member_id="m", topics=["a", "b"]),
+        TopicChanged(topic="a", partitions=2_000_000_000),
+        MemberJoined(member_id="m", topics=["a"]),
         RebalanceStarted(generation=1, reason="join"),
         AssignmentCompleted(generation=1, strategy="range", assignment={"m": []}),
     ]
@@ -148,5 +149,5 @@ def test_replay_of_a_group_too_big_to_assign_is_one_line(tmp_path: Path) -> None
     )
     out = _kstore(store.path, "replay", "--group", "g", "--strategy", "sticky")
     assert out.returncode == 2, out.stderr
-    assert "topics: 20,000,000 partitions in all" in out.stderr
+    assert "topics: 2,000,000,000 partitions in all" in out.stderr
     assert out.stderr.count("\n") == 1
