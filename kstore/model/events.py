@@ -241,13 +241,14 @@ def _shown(value: Any) -> str:
 
 def difference(first: Event, second: Event) -> str | None:
     """How two events differ as facts (the first field that does, with both values), or
-    None when they are the same fact: same stream, type and data. An event id names one
-    fact, so two events with one id must not differ; the time may (a recorder that sees
-    a fact again, or merges its reports in another order, sees it at another moment)."""
+    None when they are the same fact: same stream, type, instant (offsets aside) and data.
+    An event id names one fact, so two events with one id must not differ."""
     for name in ("cluster", "group", "timeline", "type"):
         a, b = getattr(first, name), getattr(second, name)
         if a != b:
             return f"{name} {_shown(a)} vs {_shown(b)}"
+    if first.at != second.at:
+        return f"at {format_time(first.at)} vs {format_time(second.at)}"
     one, two = first.data.to_dict(), second.data.to_dict()
     for key in dict.fromkeys([*one, *two]):
         if one.get(key) != two.get(key):

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_S = 60.0
-YIELD_AFTER_S = 0.5
+YIELD_AFTER_S = 0.2
 """How long a long read keeps the store once a writer waits, before it steps aside."""
 
 
@@ -162,7 +162,7 @@ def yielding_to_writers(store: Path, interrupt: Callable[[], None]) -> Iterator[
     started = time.monotonic()
 
     def watch() -> None:
-        while not done.wait(0.05):
+        while not done.wait(0.02):
             if time.monotonic() - started >= YIELD_AFTER_S and writer_waiting(store):
                 fired.set()
                 interrupt()

@@ -102,6 +102,7 @@ def test_every_append_within_two_seconds(tmp_path: Path) -> None:
 
     assert recorder.returncode == 0, err
     took = json.loads(out)
+    print("append seconds", took)
     assert len(took) == APPENDS and max(took) < 2.0, took
     assert min(reads) > 0 and all(r.returncode == 0 for r in readers)
     assert sql.returncode == 0, sql_err
