@@ -365,17 +365,23 @@ def advise_cmd(
 
 @app.command("report")
 def report_cmd(
-    group: Annotated[str, typer.Option("--group", help="The group.")],
-    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write (--fleet: a folder).")],
+    group: Annotated[str | None, typer.Option("--group", help="The group.")] = None,
     timelines: Annotated[
         str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")
     ] = None,
     cluster: _GroupClusterOpt = None,
+    fleet: Annotated[
+        bool,
+        typer.Option("--fleet", help="Rank every group of the store; a report per group."),
+    ] = False,
 ) -> None:
-    """Write a self-contained HTML report (plots and the compare table)."""
+    """Write a self-contained HTML report of a group, or of the whole fleet (--fleet)."""
     from kstore.commands.analytics import report
 
-    report(ctx_state.store, group=group, cluster=cluster, timelines=timelines, out=out)
+    if group is None and not fleet:
+        raise typer.BadParameter("give --group G, or --fleet")
+    report(ctx_state.store, group=group, cluster=cluster, timelines=timelines, out=out, fleet=fleet)
 
 
 # --- recorders (kstore/record) ---------------------------------------------------------

@@ -4,7 +4,8 @@ Answer the contract's example request; put Kafka's strategies side by side on a 
 group before and after a member leaves; then the whole story on a local store
 (``kstore-demo.duckdb``, made afresh): simulate an example scenario, replay its history
 with two other strategies and with ``optimal`` (the lower bound of churn), print the
-compare table and write the report (``kstore-report.html``).
+compare table, the advice (every strategy replayed, ranked against optimal) and write
+the report (``kstore-report.html``).
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ def side_by_side(console: Console) -> None:
 
 def story(console: Console) -> None:
     """Simulate, replay, compare, report."""
+    from kstore.analytics.advise import advise
+    from kstore.analytics.pages import write_report
     from kstore.analytics.replay import replay
-    from kstore.analytics.report import compare, write_report
+    from kstore.analytics.report import compare
     from kstore.commands.analytics import print_result
     from kstore.simulate import load_scenario, run_scenario
     from kstore.store.log import Store
@@ -110,6 +113,9 @@ def story(console: Console) -> None:
         )
     console.rule(f"compare ({cluster}/{group})")
     print_result(compare(store, group, timelines, cluster), "table")
+    console.rule(f"advise ({cluster}/{group}): every strategy replayed, ranked")
+    advice = advise(store, group, cluster)
+    print_result(advice, "table")
     plots = write_report(store, group, timelines, cluster, REPORT)
     console.print(f"report: {REPORT} ({plots} plots; open it in a browser, works offline)")
 

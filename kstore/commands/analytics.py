@@ -10,7 +10,7 @@ from kstore._errors import UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import replay
-from kstore.analytics.report import compare, timelines_of, write_report
+from kstore.analytics.report import compare, timelines_of
 from kstore.analytics.scope import check_params, resolve
 from kstore.commands._output import check_format, print_rows
 from kstore.model.strategies import strategy
@@ -154,9 +154,23 @@ def print_compare(
 
 
 def report(
-    path: Path, *, group: str, cluster: str | None, timelines: str | None, out: Path
+    path: Path,
+    *,
+    group: str | None,
+    cluster: str | None,
+    timelines: str | None,
+    out: Path,
+    fleet: bool = False,
 ) -> None:
+    from kstore.analytics.pages import write_fleet, write_report
+
     store = Store(path)
+    if fleet or group is None:
+        if cluster is not None or timelines is not None:
+            raise UsageError("--fleet: every group of the store; no --cluster or --timelines")
+        groups = write_fleet(store, out)
+        print(f"wrote {out / 'index.html'} ranking {groups} groups, and their reports beside it")
+        return
     cluster, names = _timelines(store, group, cluster, timelines)
     plots = write_report(store, group, names, cluster, out)
     print(f"wrote {out} ({plots} plots, timelines {', '.join(names)})")

@@ -149,6 +149,6 @@ def test_report_draws_its_plots_in_chromium(filled: Path, tmp_path: Path) -> Non
         check=False,
     ).stdout
     drawn = dom.count('<div class="plot-container plotly"')
-    assert drawn == plots == 3 + 3 + 1
+    assert drawn == plots == 2 + 3  # rates, reasons, an ownership view per timeline
     assert dom.count('class="main-svg"') >= plots
     assert "heatmaplayer" in dom or "hm" in dom

@@ -1,0 +1,557 @@
+"""The HTML pages: a group's report and the fleet page, readable at any size.
+
+A report is bounded whatever the history: time is cut into at most ``BUCKETS`` buckets
+(rates per bucket, zoomable with a range slider), the ownership view shows at most
+``OWNERSHIP_PARTITIONS`` partitions by ``OWNERSHIP_COLUMNS`` time columns and at most
+``MOVE_MARKERS`` moves, reasons are grouped by kind, lists are cut to their first rows
+(saying how many there are). plotly.js travels gzipped inside the page (the browser's
+DecompressionStream unpacks it), so the page opens offline and stays small.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import html
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kstore._errors import UsageError
+from kstore._files import write_text
+from kstore.analytics._queries import Result, run_query, run_sql
+from kstore.analytics.report import compare, timelines_of
+from kstore.store.log import Store
+
+__all__ = [
+    "BUCKETS",
+    "MOVE_MARKERS",
+    "OWNERSHIP_COLUMNS",
+    "OWNERSHIP_PARTITIONS",
+    "REASON_KINDS",
+    "reason_kind",
+    "write_fleet",
+    "write_report",
+]
+
+BUCKETS = 300
+OWNERSHIP_PARTITIONS = 200
+OWNERSHIP_COLUMNS = 300
+MOVE_MARKERS = 3000
+LIST_ROWS = 50
+
+# First match wins: Kafka's texts name a LeaveGroup for a poll timeout too.
+_KINDS: list[tuple[str, re.Pattern[str]]] = [
+    ("follow-up", re.compile(r"follow-up|need to revoke partitions", re.I)),
+    ("poll timeout", re.compile(r"poll timeout|max\.poll", re.I)),
+    ("session timeout", re.compile(r"heartbeat expir|session timeout|session expir", re.I)),
+    ("static rejoin", re.compile(r"static member|instance id .* rejoin|\] rejoined", re.I)),
+    ("leave", re.compile(r"leavegroup|leav|left|closed", re.I)),
+    ("metadata change", re.compile(r"metadata|subscription|partitions|topic", re.I)),
+    ("join", re.compile(r"join|adding new member|new member", re.I)),
+]
+REASON_KINDS = [kind for kind, _ in _KINDS] + ["other"]
+
+
+def reason_kind(reason: str | None) -> str:
+    """The kind of a rebalance reason: join, leave, session timeout, poll timeout,
+    metadata change, follow-up, static rejoin, or other."""
+    for kind, pattern in _KINDS:
+        if reason and pattern.search(reason):
+            return kind
+    return "other"
+
+
+_STEPS = [
+    timedelta(seconds=s)
+    for s in (1, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600)
+] + [timedelta(days=d) for d in (1, 7, 30)]
+
+
+def _bucket(start: datetime, end: datetime, most: int) -> timedelta:
+    span = end - start
+    return next((step for step in _STEPS if span / step <= most), _STEPS[-1])
+
+
+def _floor(at: datetime, start: datetime, step: timedelta) -> datetime:
+    return start + step * ((at - start) // step)
+
+
+def _table(result: Result, limit: int | None = None) -> str:
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        return "" if value is None else html.escape(str(value))
+
+    rows = result.rows if limit is None else result.rows[:limit]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in result.columns)
+    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
+    more = (
+        f"<p class='note'>first {limit} of {len(result.rows)} rows</p>"
+        if limit is not None and len(result.rows) > limit
+        else ""
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+@cache
+def _plotly_gzip() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
+
+
+_LOADER = """
+async function kstoreDraw() {
+  const packed = document.getElementById('plotly-gz').textContent;
+  const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  const code = await new Response(stream).text();
+  const tag = document.createElement('script');
+  tag.textContent = code;
+  document.head.appendChild(tag);
+  const figures = JSON.parse(document.getElementById('figures').textContent);
+  for (const f of figures) {
+    for (const trace of f.figure.data) {
+      if (trace.meta && trace.meta.names) {  // owners named from codes, in the browser
+        const names = trace.meta.names;
+        trace.text = trace.z.map(r => r.map(c => c === null ? '' : c < 0 ? 'unowned' : names[c]));
+      }
+    }
+    await Plotly.newPlot(f.id, f.figure.data, f.figure.layout, {responsive: true});
+  }
+  document.body.setAttribute('data-drawn', String(figures.length));
+}
+kstoreDraw();
+"""
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;"
+    "padding:3px 8px;text-align:left;vertical-align:top;max-width:60em;overflow-wrap:anywhere}"
+    ".note{color:#555;font-size:90%}.plot{width:100%}"
+)
+
+
+def _page(title: str, sections: list[str], figures: list[tuple[str, Any]]) -> str:
+    data = json.dumps(
+        [{"id": ident, "figure": json.loads(fig.to_json())} for ident, fig in figures],
+        separators=(",", ":"),
+    ).replace("</", "<\\/")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body data-drawn='0'><h1>{html.escape(title)}</h1>"
+        + "".join(sections)
+        + f"<script id='plotly-gz' type='application/octet-stream'>{_plotly_gzip()}</script>"
+        + f"<script id='figures' type='application/json'>{data}</script>"
+        + f"<script>{_LOADER}</script></body></html>"
+    )
+
+
+def _plot(ident: str) -> str:
+    return f"<div id='{ident}' class='plot'></div>"
+
+
+# --- a group's report -------------------------------------------------------------------
+
+
+def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, str]:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    times = [row["at"] for row in metrics]
+    start, end = min(times), max(times)
+    # about one bucket per rebalance for short histories, so that bars stay visible
+    step = _bucket(start, end, min(BUCKETS, max(20, len(times) // max(1, len(timelines)))))
+    figure = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.06,
+        subplot_titles=(
+            f"rebalances per {step}",
+            f"partitions moved per {step}",
+            "average imbalance (max - min load)",
+        ),
+    )
+    for timeline in timelines:
+        sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
+        for row in metrics:
+            if row["timeline"] == timeline:
+                bucket = sums[_floor(row["at"], start, step)]
+                bucket[0] += 1
+                bucket[1] += row["moved"]
+                if row["imbalance"] is not None:
+                    bucket[2] += row["imbalance"]
+                    bucket[3] += 1
+        x = sorted(sums)
+        figure.add_trace(
+            go.Bar(x=x, y=[sums[b][0] for b in x], name=timeline, legendgroup=timeline),
+            row=1,
+            col=1,
+        )
+        figure.add_trace(
+            go.Bar(
+                x=x,
+                y=[sums[b][1] for b in x],
+                name=timeline,
+                legendgroup=timeline,
+                showlegend=False,
+            ),
+            row=2,
+            col=1,
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=[sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],
+                mode="lines",
+                name=timeline,
+                legendgroup=timeline,
+                showlegend=False,
+            ),
+            row=3,
+            col=1,
+        )
+    figure.update_layout(height=720, barmode="group", title="Rates per time bucket (drag to zoom)")
+    figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
+    return figure, str(step)
+
+
+def _reasons(rows: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, Result]:
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for timeline in timelines:
+        kinds = Counter(reason_kind(r["reason"]) for r in rows if r["timeline"] == timeline)
+        figure.add_trace(
+            go.Bar(x=REASON_KINDS, y=[kinds.get(k, 0) for k in REASON_KINDS], name=timeline)
+        )
+    figure.update_layout(title="Rebalance reasons by kind", barmode="group", height=380)
+    raw = Counter(
+        (r["timeline"], reason_kind(r["reason"]), r["reason"] or "(none recorded)") for r in rows
+    )
+    top = Result(
+        ["timeline", "kind", "reason", "rebalances"],
+        [(t, k, reason, n) for (t, k, reason), n in raw.most_common(15)],
+    )
+    return figure, top
+
+
+def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[Any, str]:
+    """Partition by time, coloured by owner (named on hover and in the colour bar),
+    black where nobody owns it, an x where it moved."""
+    import plotly.graph_objects as go
+
+    key = [cluster, group, timeline]
+    total = run_sql(
+        store,
+        'SELECT count(DISTINCT (topic, "partition")) FROM kstore_assignments '
+        "WHERE cluster = ? AND group_id = ? AND timeline = ?",
+        key,
+    ).rows[0][0]
+    found = run_sql(
+        store,
+        'WITH shown AS (SELECT DISTINCT topic, "partition" FROM kstore_assignments '
+        "WHERE cluster = ? AND group_id = ? AND timeline = ? "
+        f'ORDER BY topic, "partition" LIMIT {OWNERSHIP_PARTITIONS}) '
+        'SELECT r.version, r."at", s.topic, s."partition", '
+        "(SELECT min(a.member) FROM kstore_assignments a WHERE a.cluster = r.cluster "
+        "AND a.group_id = r.group_id AND a.timeline = r.timeline AND a.version = r.version "
+        'AND a.topic = s.topic AND a."partition" = s."partition") AS owner '
+        "FROM kstore_rebalances r, shown s "
+        "WHERE r.cluster = ? AND r.group_id = ? AND r.timeline = ? "
+        'ORDER BY r.version, s.topic, s."partition"',
+        key + key,
+    ).rows
+    partitions = sorted({(t, p) for _, _, t, p, _ in found})
+    row_of = {tp: i for i, tp in enumerate(partitions)}
+    moments = sorted({(v, at) for v, at, _, _, _ in found})
+    if not moments:
+        return None, "no assignment"
+    start, end = moments[0][1], moments[-1][1]
+    columns = min(OWNERSHIP_COLUMNS, max(50, 4 * len(moments)))
+    width = max(end - start, timedelta(seconds=1)) / columns
+    edges = [start + width * i for i in range(columns)]
+    # Per cell, the state held longest in the column's time: an owner, or unowned (-1).
+    # The last rebalance's state holds for one column's time after it.
+    time_in: list[list[dict[int, float]]] = [
+        [defaultdict(float) for _ in range(columns)] for _ in partitions
+    ]
+    members: dict[str, int] = {}
+    current: dict[tuple[str, int], tuple[datetime, int]] = {}
+    last: dict[tuple[str, int], str] = {}
+    moves_x: list[datetime] = []
+    moves_y: list[str] = []
+
+    def spend(tp: tuple[str, int], until: datetime) -> None:
+        since, code = current[tp]
+        cells = time_in[row_of[tp]]
+        while since < until:
+            c = min(columns - 1, int((since - start) / width))
+            stop = min(until, start + width * (c + 1)) if c < columns - 1 else until
+            cells[c][code] += max((stop - since).total_seconds(), 1e-6)
+            since = stop
+
+    for _, at, topic, partition, owner in found:
+        tp = (topic, partition)
+        if tp in current:
+            spend(tp, at)
+        code = -1 if owner is None else members.setdefault(owner, len(members))
+        current[tp] = (at, code)
+        if owner is not None:
+            previous = last.get(tp)
+            if previous is not None and previous != owner:
+                moves_x.append(at)
+                moves_y.append(f"{topic}-{partition}")
+            last[tp] = owner
+    for tp in current:
+        spend(tp, end + width)
+    z: list[list[int | None]] = [
+        [max(cell, key=cell.__getitem__) if cell else None for cell in line] for line in time_in
+    ]
+    unowned_cells = sum(1 for line in z for code in line if code == -1)
+    names = list(members)
+    palette = [
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+        "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
+    ]  # fmt: skip
+    n = len(names)
+    colours = ["#000000"] + [palette[i % len(palette)] for i in range(n)]
+    scale: list[list[Any]] = []
+    for i, colour in enumerate(colours):
+        scale += [[i / len(colours), colour], [(i + 1) / len(colours), colour]]
+    held: dict[int, float] = defaultdict(float)
+    for line in time_in:
+        for cell in line:
+            for code, seconds in cell.items():
+                held[code] += seconds
+    shown = [names[c] for c in sorted(held, key=held.__getitem__, reverse=True) if c >= 0][:30]
+    y = [f"{t}-{p}" for t, p in partitions]
+    step = max(1, -(-len(moves_x) // MOVE_MARKERS))
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=edges,
+            y=y,
+            zmin=-1.5,
+            zmax=n - 0.5,
+            colorscale=scale,
+            meta={"names": names},
+            hovertemplate="%{y} at %{x}: %{text}<extra></extra>",
+            colorbar={
+                "title": "owner",
+                "tickvals": [-1, *(members[m] for m in shown)],
+                "ticktext": ["unowned", *shown],
+            },
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=moves_x[::step],
+            y=moves_y[::step],
+            mode="markers",
+            marker={"symbol": "x-thin", "size": 6, "line": {"width": 1, "color": "white"}},
+            name="moved",
+            hovertemplate="%{y} moved at %{x}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"Ownership ({timeline}): partition by time",
+        height=max(420, min(1400, 12 * len(y) + 160)),
+        showlegend=False,
+    )
+    note = (
+        f"{len(partitions)} of {total} partitions, {len(moments)} rebalances, {columns} "
+        f"columns of {width} each showing who held the partition longest in it; "
+        f"{len(names)} owners (the colour bar names the 30 holding most; hover "
+        f"names every owner), {len(moves_x)} moves"
+        + (f" (every {step}th marked)" if step > 1 else "")
+        + f"; black: unowned most of the column ({unowned_cells} cells)"
+    )
+    return figure, note
+
+
+def _storms(rows: list[dict[str, Any]]) -> Result:
+    episodes: list[list[Any]] = []
+    for row in rows:
+        if not row["storm"]:
+            continue
+        last = episodes[-1] if episodes else None
+        if last and last[0] == row["timeline"] and last[3] == row["previous"]:
+            last[2], last[3], last[4] = row["at"], row["version"], last[4] + 1
+        else:
+            episodes.append([row["timeline"], row["at"], row["at"], row["version"], 1])
+    return Result(
+        ["timeline", "from", "until", "last version", "rebalances"],
+        [tuple(e) for e in episodes],
+    )
+
+
+def write_report(
+    store: Store,
+    group: str,
+    timelines: Sequence[str],
+    cluster: str,
+    out: Path,
+    source: str = "recorded",
+) -> int:
+    """Write the report; returns the number of plots in it."""
+    from kstore.analytics.advise import advice
+
+    scope = {"group": group, "cluster": cluster}
+    metrics = [
+        r for r in run_query(store, "metrics", scope).records() if r["timeline"] in timelines
+    ]
+    table = compare(store, group, timelines, cluster)
+    rebalances = run_query(store, "timeline", scope).records()
+    previous: dict[str, int] = {}
+    for row in rebalances:  # storms are runs of consecutive storm rebalances
+        row["previous"] = previous.get(row["timeline"])
+        if row["storm"]:
+            previous[row["timeline"]] = row["version"]
+        else:
+            previous.pop(row["timeline"], None)
+    rebalances = [r for r in rebalances if r["timeline"] in timelines]
+    anomalies = run_query(store, "anomalies", scope).records()
+    figures: list[tuple[str, Any]] = []
+    sections = [
+        "<h2>Compare</h2>",
+        _table(table),
+        # The replay's completeness goes here once timelines record it (branch replay).
+    ]
+    found = advice(store, group, cluster, source if source in timelines else timelines[0])
+    sections.append("<h2>Advice: which strategy would have moved least</h2>")
+    if found is None:
+        sections.append(
+            f"<p class='note'>no optimal replay yet: <code>kstore advise --group "
+            f"{html.escape(group)}</code> replays the history with every strategy.</p>"
+        )
+    else:
+        sections.append(_table(found))
+    if metrics:
+        rates, step = _rates(metrics, timelines)
+        figures.append(("rates", rates))
+        sections += [f"<h2>Rates (per {html.escape(step)})</h2>", _plot("rates")]
+    reasons, top = _reasons(rebalances, timelines)
+    figures.append(("reasons", reasons))
+    sections += ["<h2>Reasons</h2>", _plot("reasons"), "<h3>Top reasons</h3>", _table(top)]
+    sections.append("<h2>Ownership</h2>")
+    for i, timeline in enumerate(timelines):
+        figure, note = _ownership(store, group, cluster, timeline)
+        if figure is not None:
+            figures.append((f"own{i}", figure))
+            sections += [_plot(f"own{i}"), f"<p class='note'>{html.escape(note)}</p>"]
+    storms = _storms(rebalances)
+    sections += [
+        f"<h2>Storms ({len(storms.rows)})</h2>",
+        "<p class='note'>runs of rebalances each with at least 3 in the 5 minutes up to it "
+        "(the timeline query's storm)</p>",
+        _table(storms, LIST_ROWS),
+    ]
+    odd = [a for a in anomalies if a["timeline"] in timelines and not a["expected"]]
+    withheld = sum(1 for a in anomalies if a["timeline"] in timelines and a["expected"])
+    kinds = Counter(a["kind"] for a in odd)
+    sections += [
+        f"<h2>Anomalies ({len(odd)})</h2>",
+        f"<p class='note'>{html.escape(', '.join(f'{k}: {n}' for k, n in kinds.items()) or 'none')}"
+        f"; withheld by cooperative rounds (expected, not listed): {withheld}</p>",
+        _table(
+            Result(
+                ["timeline", "at", "version", "kind", "topic", "partition", "members"],
+                [
+                    (a["timeline"], a["at"], a["version"], a["kind"], a["topic"],
+                     a["partition"], a["members"])
+                    for a in odd
+                ],
+            ),
+            LIST_ROWS,
+        ),
+    ]  # fmt: skip
+    write_text(out, _page(f"kstore report: {cluster}/{group}", sections, figures))
+    return len(figures)
+
+
+# --- the fleet ----------------------------------------------------------------------------
+
+
+def _slug(cluster: str, group: str) -> str:
+    text = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{cluster}__{group}")
+    digest = hashlib.sha1(f"{cluster}\0{group}".encode()).hexdigest()[:8]
+    return f"{text[:80]}-{digest}.html"
+
+
+def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool = True) -> int:
+    """``out``/index.html ranks every group (its ``timeline``) by churn, storms and
+    imbalance, linking to each group's report (written beside it when ``pages``)."""
+    import plotly.graph_objects as go
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write: {exc.strerror}") from None
+    stats: dict[tuple[str, str], dict[str, Any]] = {}
+    for m in run_query(store, "metrics", {"timeline": timeline}).records():
+        row = stats.setdefault(
+            (m["cluster"], m["group"]),
+            {"cluster": m["cluster"], "group": m["group"], "rebalances": 0, "churn": 0,
+             "storm_rebalances": 0, "imbalances": [], "unassigned": 0},
+        )  # fmt: skip
+        row["rebalances"] += 1
+        row["churn"] += m["moved"]
+        row["unassigned"] += m["unassigned"]
+        if m["imbalance"] is not None:
+            row["imbalances"].append(m["imbalance"])
+    for t in run_query(store, "timeline", {"timeline": timeline}).records():
+        if t["storm"] and (t["cluster"], t["group"]) in stats:
+            stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
+    for row in stats.values():
+        values = row.pop("imbalances")
+        row["imbalance"] = sum(values) / len(values) if values else None
+    ranked = sorted(
+        stats.values(),
+        key=lambda r: (-r["churn"], -r["storm_rebalances"], -(r["imbalance"] or 0), r["cluster"],
+                       r["group"]),
+    )  # fmt: skip
+    rows = ranked
+    links = []
+    for rank, row in enumerate(rows, start=1):
+        name = _slug(row["cluster"], row["group"])
+        if pages:
+            names = timelines_of(store, row["group"], row["cluster"])
+            write_report(store, row["group"], names, row["cluster"], out / name, timeline)
+        links.append(
+            f"<tr><td>{rank}</td><td><a href='{html.escape(name)}'>"
+            f"{html.escape(row['cluster'])}/{html.escape(row['group'])}</a></td>"
+            f"<td>{row['rebalances']}</td><td>{row['churn']}</td>"
+            f"<td>{row['storm_rebalances']}</td>"
+            f"<td>{'' if row['imbalance'] is None else format(row['imbalance'], '.3f')}</td>"
+            f"<td>{row['unassigned']}</td></tr>"
+        )
+    top = rows[:50]
+    figure = go.Figure(
+        go.Bar(
+            x=[f"{r['cluster']}/{r['group']}" for r in top],
+            y=[r["churn"] for r in top],
+            name="churn",
+        )
+    )
+    figure.update_layout(title=f"Churn of the {len(top)} groups that move most", height=420)
+    sections = [
+        f"<p class='note'>{len(rows)} groups, timeline {html.escape(timeline)}; ranked by "
+        "churn, then storm rebalances, then average imbalance</p>",
+        _plot("fleet"),
+        "<table><thead><tr><th>rank</th><th>group</th><th>rebalances</th><th>churn</th>"
+        "<th>storm rebalances</th><th>imbalance</th><th>unassigned</th></tr></thead><tbody>"
+        + "".join(links)
+        + "</tbody></table>",
+    ]
+    write_text(out / "index.html", _page("kstore fleet", sections, [("fleet", figure)]))
+    return len(rows)

@@ -1,0 +1,236 @@
+"""The report and the fleet page at any size (issue 14, point 4), opened in headless
+Chromium: they draw within a time bound; screenshots of a small and a big group are kept
+in ``test-artifacts/`` (look at them)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from kstore.analytics.pages import MOVE_MARKERS, REASON_KINDS, reason_kind
+from kstore.model import (
+    AssignmentCompleted,
+    Event,
+    MemberJoined,
+    MemberLeft,
+    RebalanceStarted,
+    TopicChanged,
+)
+from kstore.store.log import Store
+
+pytestmark = pytest.mark.xdist_group("chromium")
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+EXAMPLES = ROOT / "examples"
+T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+DRAW_SECONDS = 60
+
+
+def kstore(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def chromium(page: Path, profile: Path, *args: str) -> tuple[str, float]:
+    browser = shutil.which("chromium")
+    assert browser is not None, "make test installs Debian's chromium"
+    started = time.monotonic()
+    out = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=30000",
+            *args,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    return out.stdout, time.monotonic() - started
+
+
+def drawn(page: Path, tmp_path: Path, screenshot: str | None = None) -> int:
+    """Open ``page``; the number of figures it drew (and a screenshot, if named)."""
+    dom, seconds = chromium(page, tmp_path / "profile", "--dump-dom")
+    assert seconds < DRAW_SECONDS, seconds
+    count = int(re.search(r"<body[^>]*data-drawn=\"(\d+)\"", dom).group(1))  # type: ignore[union-attr]
+    assert dom.count('class="main-svg"') >= count
+    if screenshot is not None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / screenshot
+        shot.unlink(missing_ok=True)
+        chromium(page, tmp_path / "profile", "--window-size=1400,5600", f"--screenshot={shot}")
+        assert shot.stat().st_size > 50_000
+    return count
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind"),
+    [
+        ("Adding new member c-1 with group instance id None; client reason: not provided", "join"),
+        ("explicit `LeaveGroup` request for (c-1) members; client reason: the consumer is "
+         "being closed", "leave"),
+        ("removing member c-1 on heartbeat expiration", "session timeout"),
+        ("explicit `LeaveGroup` request for (c-1) members; client reason: consumer poll "
+         "timeout has expired.", "poll timeout"),
+        ("Updating metadata for member c-1 during Stable; client reason: not provided",
+         "metadata change"),
+        ("cooperative follow-up", "follow-up"),
+        ("Leader c-1 re-joining group during Stable; client reason: need to revoke "
+         "partitions and re-join", "follow-up"),
+        ("Updating metadata for static member c-2 with instance id i-1; client reason: "
+         "not provided", "static rejoin"),
+        ("Optional[static-1] rejoined", "static rejoin"),
+        ("group epoch bumped to 7", "other"),
+        (None, "other"),
+    ],
+)  # fmt: skip
+def test_reasons_have_kinds(reason: str | None, kind: str) -> None:
+    assert reason_kind(reason) == kind
+    assert kind in REASON_KINDS
+
+
+def _big(store: Store, group: str, rebalances: int, partitions: int, members: int) -> None:
+    """A long history: a member joins or leaves before each rebalance (reasons carry its
+    id), every fifth rebalance is a cooperative first round that withholds the partitions
+    it takes from their owners (given by the next)."""
+    ids = [f"consumer-{group}-{i:03d}-{i * 7919 % 100000:05d}-0f9c8a7e" for i in range(members)]
+    datas: list[object] = [TopicChanged(topic="events", partitions=partitions)]
+    datas += [MemberJoined(member_id=m, topics=["events"]) for m in ids[: members // 2]]
+    present = ids[: members // 2]
+    owner: dict[int, str] = {}
+    generation = 0
+    for i in range(rebalances):
+        if i % 2 and len(present) > 3:
+            gone = present.pop(i % len(present))
+            datas.append(MemberLeft(member_id=gone, reason="leave"))
+            reason = f"removing member {gone} on heartbeat expiration"
+        else:
+            fresh = next(m for m in ids if m not in present)
+            present.append(fresh)
+            datas.append(MemberJoined(member_id=fresh, topics=["events"]))
+            reason = f"Adding new member {fresh} with group instance id None"
+        generation += 1
+        datas.append(RebalanceStarted(generation=generation, reason=reason))
+        target = {p: present[(p + i // 7) % len(present)] for p in range(partitions)}
+        cooperative = i % 5 == 0
+        given = {
+            p: m
+            for p, m in target.items()
+            if not cooperative or owner.get(p) in (None, m) or owner.get(p) not in present
+        }
+        assignment: dict[str, list[tuple[str, int]]] = {m: [] for m in present}
+        for p, m in given.items():
+            assignment[m].append(("events", p))
+        datas.append(
+            AssignmentCompleted(generation=generation, strategy="cooperative-sticky",
+                                assignment=assignment)
+        )  # fmt: skip
+        owner.update(given)
+        if cooperative and len(given) < partitions:
+            generation += 1
+            datas.append(RebalanceStarted(generation=generation, reason="cooperative follow-up"))
+            assignment = {m: [] for m in present}
+            for p, m in target.items():
+                assignment[m].append(("events", p))
+            datas.append(
+                AssignmentCompleted(generation=generation, strategy="cooperative-sticky",
+                                    assignment=assignment)
+            )  # fmt: skip
+            owner.update(target)
+    events = [
+        Event(group=group, at=T0 + timedelta(seconds=37 * i), data=d)  # type: ignore[arg-type]
+        for i, d in enumerate(datas)
+    ]
+    for start in range(0, len(events), 2000):
+        store.append(events[start : start + 2000])
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with a small simulated group (advised) and two big generated ones."""
+    path = tmp_path_factory.mktemp("fleet") / "kstore.duckdb"
+    store = Store(path)
+    store.init()
+    _big(store, "big", rebalances=2000, partitions=200, members=200)
+    _big(store, "medium", rebalances=300, partitions=60, members=20)
+    kstore(path, "simulate", str(EXAMPLES / "eager-vs-cooperative.yaml"), "--timeline", "recorded")
+    kstore(path, "advise", "--group", "eager-vs-cooperative")
+    return path
+
+
+def test_small_report_draws_with_advice(fleet: Path, tmp_path: Path) -> None:
+    page = tmp_path / "small.html"
+    out = kstore(fleet, "report", "--group", "eager-vs-cooperative", "--out", str(page))
+    plots = int(re.search(r"\((\d+) plots", out.stdout).group(1))  # type: ignore[union-attr]
+    text = page.read_text()
+    assert "<script src=" not in text  # nothing fetched: opens offline
+    assert "Advice: which strategy would have moved least" in text and "replay/optimal" in text
+    assert drawn(page, tmp_path, "report-small.png") == plots
+
+
+def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
+    page = tmp_path / "big.html"
+    out = kstore(fleet, "report", "--group", "big", "--out", str(page))
+    plots = int(re.search(r"\((\d+) plots", out.stdout).group(1))  # type: ignore[union-attr]
+    assert page.stat().st_size <= 5_000_000, page.stat().st_size
+    text = page.read_text()
+    figures = json.loads(re.search(r"id='figures' type='application/json'>(.*?)</script>",
+                                   text, re.S).group(1))  # type: ignore[union-attr]  # fmt: skip
+    by_id = {f["id"]: f["figure"] for f in figures}
+    # reasons grouped by kind, not one bar per distinct text (thousands carry member ids)
+    (reason_bars,) = by_id["reasons"]["data"]
+    assert len(reason_bars["x"]) == len(REASON_KINDS)
+    kinds = dict(zip(reason_bars["x"], reason_bars["y"], strict=True))
+    # every fifth rebalance of 2,000 is a first round, all but the first (nothing to take)
+    assert kinds["follow-up"] == 399 and kinds["join"] + kinds["session timeout"] == 2000
+    # rates per bucket, not a point per rebalance
+    assert all(len(trace["x"]) <= 300 for trace in by_id["rates"]["data"])
+    # the ownership view names every owner, marks moves, and shows unowned cells
+    heatmap, moves = by_id["own0"]["data"]
+    owners = kstore(fleet, "sql", "SELECT count(DISTINCT member) AS n FROM kstore_assignments "
+                    "WHERE group_id = 'big'", "--format", "csv").stdout.split()[1]  # fmt: skip
+    assert len(heatmap["meta"]["names"]) == int(owners) > 100
+    assert len(heatmap["z"]) == 200 and all(len(row) <= 300 for row in heatmap["z"])
+    assert any(-1 in row for row in heatmap["z"])
+    assert 0 < len(moves["x"]) <= MOVE_MARKERS
+    assert "Storms (" in text and "Anomalies (0)" in text
+    assert drawn(page, tmp_path, "report-big.png") == plots
+
+
+def test_fleet_page_ranks_every_group(fleet: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "fleet"
+    kstore(fleet, "report", "--fleet", "--out", str(folder))
+    index = (folder / "index.html").read_text()
+    links = re.findall(r"<a href='([^']+)'>([^<]+)</a>", index)
+    assert [name for _, name in links] == [
+        "default/big",
+        "default/medium",
+        "default/eager-vs-cooperative",
+    ]
+    for target, _ in links:
+        assert (folder / target).is_file()
+    assert drawn(folder / "index.html", tmp_path, "fleet.png") == 1
