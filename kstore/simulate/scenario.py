@@ -338,19 +338,18 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(
             f"{source}:1: {len(text):,} characters; a scenario has at most {MAX_SCENARIO_CHARS:,}"
         )
+    lines: dict[tuple[Any, ...], int] = {}
     try:
         _plain_yaml(text, source)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = None if node is None else _to_data(node, (), lines)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
-        raise ScenarioError(
-            f"{source}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}"
-        ) from None
+        problem = str(getattr(exc, "problem", None) or exc).splitlines()[0]
+        raise ScenarioError(f"{source}:{line}: not valid YAML: {problem}") from None
     if node is None:
         raise ScenarioError(f"{source}:1: empty scenario")
-    lines: dict[tuple[Any, ...], int] = {}
-    data = _to_data(node, (), lines)
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}:1: a scenario is a mapping (name, topics, members, steps)")
     data.setdefault("name", Path(source).stem)
