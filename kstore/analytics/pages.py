@@ -86,12 +86,15 @@ def _floor(at: datetime, start: datetime, step: timedelta) -> datetime:
 def _table(result: Result, limit: int | None = None) -> str:
     def cell(value: Any) -> str:
         if isinstance(value, float):
-            return f"{value:.3f}"
-        return "" if value is None else html.escape(str(value))
+            return f"<td>{value:.3f}</td>"
+        text = "" if value is None else str(value)
+        # long text (a reason) wraps; numbers, ids and times stay whole on one line
+        kind = " class='text'" if len(text) > 40 and " " in text else ""
+        return f"<td{kind}>{html.escape(text)}</td>"
 
     rows = result.rows if limit is None else result.rows[:limit]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in result.columns)
-    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
     more = (
         f"<p class='note'>first {limit} of {len(result.rows)} rows</p>"
         if limit is not None and len(result.rows) > limit
@@ -134,7 +137,8 @@ kstoreDraw();
 _STYLE = (
     "body{font-family:sans-serif;margin:2em;max-width:1400px}"
     "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;"
-    "padding:3px 8px;text-align:left;vertical-align:top;max-width:60em;overflow-wrap:anywhere}"
+    "padding:3px 8px;text-align:left;vertical-align:top;white-space:nowrap}"
+    "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
 )
 

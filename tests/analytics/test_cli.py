@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -16,6 +15,7 @@ import pytest
 
 from kstore.model import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
 from kstore.store.log import Store
+from tests.report.test_pages import chromium
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 ODD_GROUP = "o'rders\"; DROP TABLE kstore_events; --"
@@ -127,27 +127,7 @@ def test_report_draws_its_plots_in_chromium(filled: Path, tmp_path: Path) -> Non
     plots = int(re.search(r"\((\d+) plots", out.stdout).group(1))  # type: ignore[union-attr]
     text = page.read_text()
     assert "<script src=" not in text  # plotly.js inlined: nothing to fetch
-    chromium = shutil.which("chromium")
-    assert chromium is not None, "make test installs Debian's chromium"
-    dom = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=20000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    ).stdout
+    dom, _ = chromium(page, tmp_path / "profile", "--dump-dom")
     drawn = dom.count('<div class="plot-container plotly"')
     assert drawn == plots == 2 + 3  # rates, reasons, an ownership view per timeline
     assert dom.count('class="main-svg"') >= plots
