@@ -101,6 +101,8 @@ def parse_request(text: str | bytes) -> AssignmentRequest:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ContractError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ContractError("not JSON kstore reads: nested too deeply") from None
     return validate_request(raw)
 
 

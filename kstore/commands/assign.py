@@ -22,7 +22,7 @@ def assign_requests(file: str) -> None:
         raise ContractError("no request given")
     try:
         requests = [validate_request(json.loads(stripped))]
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         # Not one JSON document: JSON Lines, validated line by line.
         requests = list(parse_requests(text.splitlines()))
     out: list[str] = []

@@ -48,6 +48,7 @@ __all__ = [
     "TopicDeleted",
     "by_id",
     "conflict",
+    "decode_json_line",
     "difference",
     "format_time",
     "parse_event",
@@ -359,13 +360,45 @@ def parse_stored_event(
     )
 
 
-def parse_event_line(line: str, number: int | None = None) -> Event:
-    """Parse one JSON line; the error names ``line N`` when ``number`` is given."""
-    where = f"line {number}: " if number is not None else ""
+def _surrogate(value: Any, here: str = "event") -> str | None:
+    """The place of the first string holding a lone surrogate (not Unicode text)."""
+    if isinstance(value, str):
+        return here if any("\ud800" <= c <= "\udfff" for c in value) else None
+    inner: Iterable[tuple[Any, Any]] = ()
+    if isinstance(value, dict):
+        inner = value.items()
+    elif isinstance(value, list):
+        inner = enumerate(value)
+    for key, item in inner:
+        place = str(key) if here == "event" else f"{here}.{key}"
+        if isinstance(key, str) and _surrogate(key) is not None:
+            return place
+        found = _surrogate(item, place)
+        if found is not None:
+            return found
+    return None
+
+
+def decode_json_line(line: str, where: str = "") -> Any:
+    """One JSON line decoded, or ``EventError`` (``where`` first): not JSON, nested too
+    deeply for the decoder, or a ``\\ud800``-style escape that is no Unicode text."""
     try:
         raw = json.loads(line)
     except json.JSONDecodeError as exc:
         raise EventError(f"{where}not JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise EventError(f"{where}not JSON kstore reads: nested too deeply") from None
+    if "\\u" in line:
+        found = _surrogate(raw)
+        if found is not None:
+            raise EventError(f"{where}{found}: a lone surrogate is not Unicode text")
+    return raw
+
+
+def parse_event_line(line: str, number: int | None = None) -> Event:
+    """Parse one JSON line; the error names ``line N`` when ``number`` is given."""
+    where = f"line {number}: " if number is not None else ""
+    raw = decode_json_line(line, where)
     try:
         return parse_event(raw)
     except EventError as exc:

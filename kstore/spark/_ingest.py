@@ -18,7 +18,6 @@ very large dumps.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kstore.model.events import EventError, parse_event
+from kstore.model.events import EventError, decode_json_line, parse_event
 from kstore.model.ids import event_id
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import STREAM_COLUMNS, write_partitioned
@@ -56,9 +55,9 @@ class IngestResult:
 
 def _parse(file: str, number: int, text: str) -> tuple[LogRow | None, str | None]:
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"line {number}: not JSON: {exc.msg} at column {exc.colno}"
+        raw = decode_json_line(text, f"line {number}: ")
+    except EventError as exc:
+        return None, str(exc)
     if isinstance(raw, dict) and "event_id" not in raw:
         raw["event_id"] = event_id("ingest", file, number)
     try:

@@ -151,3 +151,29 @@ def test_replay_of_a_group_too_big_to_assign_is_one_line(tmp_path: Path) -> None
     assert out.returncode == 2, out.stderr
     assert "topics: 2,000,000,000 partitions in all" in out.stderr
     assert out.stderr.count("\n") == 1
+
+
+def test_deep_nesting_and_lone_surrogates_name_the_line(tmp_path: Path) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    deep = "[" * 100_000 + "]" * 100_000
+    lone = json.dumps(_raw("MemberLeft", {"member_id": "\ud800", "reason": "leave"}))
+    good = json.dumps(_raw("TopicChanged", {"topic": "t", "partitions": 3}))
+    for line, message in (
+        (deep, "line 2: not JSON kstore reads: nested too deeply"),
+        (lone, "line 2: data.member_id: a lone surrogate is not Unicode text"),
+    ):
+        out = _kstore(store.path, "append", "-", stdin=f"{good}\n{line}\n")
+        assert out.returncode == 2 and out.stderr == f"kstore: error: {message}\n", out.stderr
+        assert _parse("d.jsonl", 2, line) == (None, message)  # Spark ingest quarantines it
+    assert store.streams() == []
+    request = '{"strategy": "range", "topics": {"t": 1}, "members": {}, "x": ' + deep + "}"
+    out = subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "assign", "-"],
+        input=request,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 2 and "nested too deeply" in out.stderr
+    assert out.stderr.count("\n") == 1
