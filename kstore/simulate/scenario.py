@@ -361,6 +361,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = tuple(first["loc"])
         where = ".".join(str(p) for p in loc) or "scenario"
+        where = "".join(c if c.isprintable() else repr(c)[1:-1] for c in where)  # one line
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             near = difflib.get_close_matches(str(loc[-1]), sorted(_keys(Scenario)), n=1)

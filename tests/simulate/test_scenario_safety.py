@@ -92,3 +92,9 @@ def test_scenario_bounds_name_the_line_and_field(text: str, where: str) -> None:
         parse_scenario(text, "s")
     assert str(refused.value).startswith(where), str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_a_key_with_a_line_break_stays_one_line() -> None:
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario('"a\\nb": 1\n' + GOOD, "s")
+    assert str(refused.value) == "s:1: a\\nb: unknown key"
