@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kstore._errors import UsageError
-from kstore.spark._session import build_session, parse_conf
+from kstore.spark._session import build_session, parse_conf, progress_line
 
 __all__ = ["export_parquet", "spark_ingest", "spark_metrics", "spark_replay"]
 
@@ -39,7 +39,8 @@ def _session(master: str | None, conf: Sequence[str]) -> Iterator[Any]:
     running = SparkSession.getActiveSession()
     spark = build_session(master, settings)
     try:
-        yield spark
+        with progress_line(spark):
+            yield spark
     finally:
         if running is None:
             spark.stop()

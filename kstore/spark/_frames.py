@@ -12,6 +12,7 @@ import pyarrow as pa
 from kstore._errors import UsageError
 from kstore.spark._export import PARTITION_COLUMNS
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, arrow_to_events, spark_schema
+from kstore.spark._session import fit_partitions
 
 __all__ = [
     "STREAM_COLUMNS",
@@ -33,14 +34,15 @@ def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
     Each folder's ``events`` subfolder is read with its ``cluster=``/``group_id=`` paths.
     """
     frames = []
-    for folder in folders:
-        path = f"{str(folder).rstrip('/')}/events"
+    paths = [f"{str(folder).rstrip('/')}/events" for folder in folders]
+    for folder, path in zip(folders, paths, strict=True):
         if "://" not in path and not Path(path).is_dir():
             raise UsageError(f"{folder}: no events/ folder here (write one with export or ingest)")
         frame = spark.read.schema(spark_schema()).option("basePath", path).parquet(path)
         frames.append(frame.select(*EVENT_COLUMNS))
     if not frames:
         raise UsageError("--in: name at least one folder")
+    fit_partitions(spark, paths)
     return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
 

@@ -30,6 +30,7 @@ from kstore.model.ids import event_id
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import STREAM_COLUMNS, write_partitioned
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, event_schema, events_to_arrow, spark_schema
+from kstore.spark._session import fit_partitions
 
 __all__ = ["IngestResult", "ingest_dumps"]
 
@@ -103,6 +104,7 @@ def ingest_dumps(spark: Any, dumps: list[str], out: Path) -> IngestResult:
     from pyspark.sql import functions as F
 
     fresh_folder(out)
+    fit_partitions(spark, dumps)
     files = (
         spark.read.option("recursiveFileLookup", "true")
         .text(dumps, wholetext=True)

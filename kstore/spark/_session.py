@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
-from typing import Any
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
 
 from kstore._errors import UsageError
 
-__all__ = ["DEFAULTS", "build_session", "parse_conf"]
+__all__ = ["DEFAULTS", "build_session", "fit_partitions", "parse_conf", "progress_line"]
+
+_SHUFFLE = "spark.sql.shuffle.partitions"
+_BYTES_PER_PARTITION = 4 << 20
+"""Input bytes (Parquet or JSON Lines) per shuffle partition: a task's stream work on
+4 MiB of compressed events takes seconds, long beside a task's start, short beside a run."""
+_MAX_PARTITIONS = 2000
 
 DEFAULTS: dict[str, str] = {
     # Times are UTC everywhere in kstore; Spark's session zone would otherwise be the
@@ -21,7 +30,15 @@ DEFAULTS: dict[str, str] = {
     # The per-stream tasks turn each Arrow batch into Python objects: small batches keep
     # a Python worker's memory to a few streams' worth, whatever a partition holds.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
-    "spark.ui.showConsoleProgress": "true",
+    # kstore prints one progress line of its own (``progress_line``), on a terminal only.
+    "spark.ui.showConsoleProgress": "false",
+    # The web UI costs seconds of a short command's start; ``--conf spark.ui.enabled=true``.
+    "spark.ui.enabled": "false",
+    # Partitions sized from the data: the shuffles start from ``fit_partitions``'s count
+    # and adaptive execution merges the small ones, so a few thousand events make a task
+    # or two, not 200.
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
 }
 """kstore's settings; a ``--conf`` of the same key wins."""
 
@@ -62,3 +79,78 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def _input_bytes(paths: Sequence[Path | str]) -> int | None:
+    """Bytes of the files under ``paths``; ``None`` if one is not a local path."""
+    total = 0
+    for path in paths:
+        if "://" in str(path):
+            return None
+        local = Path(path)
+        files = [local] if local.is_file() else local.rglob("*")
+        total += sum(f.stat().st_size for f in files if f.is_file())
+    return total
+
+
+def fit_partitions(spark: Any, paths: Sequence[Path | str]) -> None:
+    """Shuffle partitions from the size of the input under ``paths``: one per 4 MiB, at
+    least the default parallelism (every core busy), at most 2,000; adaptive execution
+    then merges those that turn out small. A ``--conf spark.sql.shuffle.partitions``
+    (a setting of the session's own) is kept."""
+    if spark.sparkContext.getConf().contains(_SHUFFLE):
+        return
+    size = _input_bytes(paths)
+    if size is None:
+        return
+    cores = int(spark.sparkContext.defaultParallelism)
+    wanted = -(-size // _BYTES_PER_PARTITION)
+    spark.conf.set(_SHUFFLE, str(max(cores, min(wanted, _MAX_PARTITIONS))))
+
+
+def _progress_text(spark: Any) -> str | None:
+    tracker = spark.sparkContext.statusTracker()
+    done = total = 0
+    stages = 0
+    for stage_id in tracker.getActiveStageIds():
+        info = tracker.getStageInfo(stage_id)
+        if info is not None:
+            stages += 1
+            done += info.numCompletedTasks
+            total += info.numTasks
+    if not stages:
+        return None
+    return f"spark: {done}/{total} tasks of {stages} running stage{'s' if stages > 1 else ''}"
+
+
+@contextmanager
+def progress_line(spark: Any, stream: TextIO | None = None) -> Iterator[None]:
+    """One line on ``stream`` (standard error) saying how far Spark's running stages
+    are, rewritten in place twice a second and erased at the end; nothing when the
+    stream is not a terminal."""
+    out = stream if stream is not None else sys.stderr
+    if not out.isatty():
+        yield
+        return
+    stop = threading.Event()
+
+    def show() -> None:
+        shown = 0
+        while not stop.wait(0.5):
+            text = _progress_text(spark)
+            if text is None:
+                continue
+            out.write("\r" + text.ljust(shown))
+            out.flush()
+            shown = len(text)
+        if shown:
+            out.write("\r" + " " * shown + "\r")
+            out.flush()
+
+    thread = threading.Thread(target=show, name="kstore-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

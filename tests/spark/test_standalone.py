@@ -1,0 +1,222 @@
+"""The pipeline on a real Spark standalone cluster: a master and a worker on loopback.
+
+The commands run as ``kstore`` processes with ``--master spark://127.0.0.1:PORT`` (the
+tasks run in the worker's executor, not in the driver), and their results must equal
+local mode's (the test session's ``local[2]``) and DuckDB's (``kstore replay`` and the
+``metrics`` query over the store). Small heaps everywhere; the master and the worker are
+stopped at the end whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pyspark
+import pytest
+
+from benchmarks._fleet import fleet
+from kstore.analytics import run_query
+from kstore.analytics.replay import replay
+from kstore.spark._frames import read_log
+from kstore.spark._ingest import ingest_dumps
+from kstore.spark._metrics import METRIC_COLUMNS, metrics_of
+from kstore.spark._replay import write_replays
+from kstore.spark._schema import arrow_to_events
+from kstore.store.log import Store
+from tests.spark.metrics_contract import comparable
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+SPARK_HOME = Path(pyspark.__file__).parent
+_HEAP = "512m"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(SPARK_HOME),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_DAEMON_MEMORY="256m",
+        PYSPARK_PYTHON=sys.executable,
+        PYTHONPATH=os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
+    )
+    return env
+
+
+def _daemon(name: str, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-class"), f"org.apache.spark.deploy.{name}", *args],
+            env=_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as answer:
+            return int(json.load(answer).get("aliveworkers", 0))
+    except OSError:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``spark://127.0.0.1:PORT`` of a master with one worker (2 cores, 1 GiB)."""
+    folder = tmp_path_factory.mktemp("standalone")
+    port, ui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    daemons = [
+        _daemon(
+            "master.Master",
+            ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
+            folder / "master.log",
+        )
+    ]
+    try:
+        daemons.append(
+            _daemon(
+                "worker.Worker",
+                [
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "2",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(_free_port()),
+                    "--work-dir",
+                    str(folder / "work"),
+                    url,
+                ],
+                folder / "worker.log",
+            )
+        )
+        deadline = time.monotonic() + 120
+        while _alive_workers(ui) < 1:
+            if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
+                logs = [(folder / f).read_text()[-2000:] for f in ("master.log", "worker.log")]
+                pytest.fail(f"the standalone cluster did not come up: {logs}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        for daemon in reversed(daemons):
+            daemon.terminate()
+        for daemon in daemons:
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+
+
+def _kstore(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kstore.cli", *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "[Stage" not in done.stderr  # no console progress bars in a file
+    return done.stdout
+
+
+def _rows(folder: Path) -> list[tuple[Any, ...]]:
+    table = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
+    return sorted(
+        (r.event.stream, r.version, r.position, r.event.to_json()) for r in arrow_to_events(table)
+    )
+
+
+def _metrics(folder: Path) -> list[tuple[Any, ...]]:
+    table = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
+    return comparable(table.select(list(METRIC_COLUMNS)).to_pylist())
+
+
+def test_standalone_cluster_equals_local_and_duckdb(
+    master: str, spark: Any, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    events = list(fleet(4, 10, seed=3))
+    store.append(events)
+    dumps = tmp_path / "dump.jsonl"
+    dumps.write_text("".join(e.to_json() + "\n" for e in events))
+    conf = ["--master", master]
+    for key, value in (("spark.driver.memory", _HEAP), ("spark.executor.memory", _HEAP)):
+        conf += ["--conf", f"{key}={value}"]
+    cluster = tmp_path / "cluster"
+
+    out = _kstore("spark", "ingest", "--in", str(dumps), "--out", str(cluster / "log"), *conf)
+    assert f"ingested {len(events)} events" in out
+    _kstore(
+        "spark",
+        "replay",
+        "--in",
+        str(cluster / "log"),
+        "--strategies",
+        "sticky,range",
+        "--out",
+        str(cluster / "replays"),
+        *conf,
+    )
+    _kstore(
+        "spark",
+        "metrics",
+        "--in",
+        str(cluster / "log"),
+        "--in",
+        str(cluster / "replays"),
+        "--out",
+        str(cluster / "metrics"),
+        *conf,
+    )
+
+    # Local mode, the same steps on the test session.
+    local = tmp_path / "local"
+    ingest_dumps(spark, [str(dumps)], local / "log")
+    write_replays(read_log(spark, [local / "log"]), ["sticky", "range"], local / "replays")
+    assert _rows(cluster / "log" / "events") == _rows(local / "log" / "events")
+    assert _rows(cluster / "replays" / "events") == _rows(local / "replays" / "events")
+    with metrics_of(spark, read_log(spark, [local / "log", local / "replays"])) as computed:
+        local_metrics = comparable([r.asDict() for r in computed.collect()])
+    cluster_metrics = _metrics(cluster / "metrics" / "metrics")
+    assert cluster_metrics == local_metrics
+
+    # DuckDB: the store's own replays and metrics query.
+    for info in list(store.streams()):
+        for strategy in ("sticky", "range"):
+            replay(store, cluster=info.stream.cluster, group=info.stream.group, strategy=strategy)
+    duckdb_metrics = comparable(run_query(store, "metrics", {}).records())
+    assert cluster_metrics == duckdb_metrics
+    replayed = {(r[0], r[1], r[3]) for r in _rows(cluster / "replays" / "events")}
+    stored = {
+        (s.event.stream, s.version, s.event.to_json())
+        for info in store.streams()
+        if info.stream.timeline != "recorded"
+        for s in store.events(
+            cluster=info.stream.cluster, group=info.stream.group, timeline=info.stream.timeline
+        )
+    }
+    assert replayed == stored and len(stored) > len(events)
