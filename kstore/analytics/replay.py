@@ -7,7 +7,9 @@ the replay's state at that point, whose ``owned`` partitions are the replay's pr
 assignment (the fold of the replay's own events). The replay numbers its generations
 itself. Under a cooperative strategy, a round that takes partitions from a member is
 followed by a second round (``RebalanceStarted`` with reason ``cooperative follow-up``
-and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do.
+and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do; the
+source's next rebalance, if nothing changing membership, subscriptions or topics comes
+before it, is that follow-up and is not replayed as another.
 
 The replay is deterministic (its event ids too), so an interrupted one is resumed: the
 target's stored events are checked against the replay's, event for event, and folded
@@ -83,6 +85,10 @@ class _Replayer:
         self._next = next(self._stored, None)
         self.matched = 0
         self._unyielded = 0
+        # The replay made a follow-up round and nothing that changes membership,
+        # subscriptions or topics came since: the source's next rebalance is that round.
+        self._followed = False
+        self._absorbing = False
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
         event = stamp(self.target, source.at, data, "replay", self.target, source.event_id, suffix)
@@ -177,12 +183,18 @@ class _Replayer:
 
     def _outputs(self, source: Event) -> Iterator[Event]:
         data = source.data
-        if isinstance(data, RebalanceStarted):
+        if isinstance(data, RebalanceStarted) and self._followed:
+            self._followed, self._absorbing = False, True
+        elif isinstance(data, AssignmentCompleted) and self._absorbing:
+            self._absorbing = False
+        elif isinstance(data, RebalanceStarted):
+            self._followed = False
             self.generation += 1
             yield self._event(
                 source, RebalanceStarted(generation=self.generation, reason=data.reason)
             )
         elif isinstance(data, AssignmentCompleted):
+            self._followed = False
             if self.same:
                 self._same_as(data)
             if self.state.rebalance is None:
@@ -196,7 +208,9 @@ class _Replayer:
                 )
                 yield self._event(source, reason, "/follow-up-start")
                 yield self._decide(source, "/follow-up")
+                self._followed = True
         else:
+            self._followed = self._absorbing = False
             yield self._event(source, data)
 
 

@@ -1,0 +1,37 @@
+"""A cooperative replay with the source's own strategy gives back its history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kstore.analytics.replay import replay
+from kstore.commands.simulate import _override
+from kstore.model import AssignmentCompleted
+from kstore.simulate import load_scenario, run_scenario
+from kstore.store.log import Store
+
+EXAMPLES = sorted(Path(__file__).parents[2].joinpath("examples").glob("*.yaml"))
+
+
+def _decisions(store: Store, group: str, timeline: str) -> list[dict[str, list[object]]]:
+    out = []
+    for stored in store.events(group=group, timeline=timeline):
+        data = stored.event.data
+        if isinstance(data, AssignmentCompleted):
+            out.append({m: sorted(tps) for m, tps in data.assignment.items() if tps})
+    return out
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_a_cooperative_replay_gives_back_a_cooperative_history(
+    tmp_path: Path, example: Path
+) -> None:
+    scenario = _override(load_scenario(example), "cooperative-sticky", "cooperative")
+    store = Store(tmp_path / "s.duckdb")
+    store.init()
+    result = run_scenario(scenario, store=store, timeline="sim", seed=1)
+    cluster, group, _ = result.stream
+    replay(store, cluster=cluster, group=group, strategy="cooperative-sticky", source="sim")
+    assert _decisions(store, group, "replay/cooperative-sticky") == _decisions(store, group, "sim")
