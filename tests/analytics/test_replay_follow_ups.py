@@ -1,4 +1,4 @@
-"""A cooperative replay with the source's own strategy gives back its history."""
+"""A replay with the source's own strategy gives back its history, every protocol."""
 
 from __future__ import annotations
 
@@ -24,14 +24,25 @@ def _decisions(store: Store, group: str, timeline: str) -> list[dict[str, list[o
     return out
 
 
+PROTOCOLS = [
+    ("range", "eager"),
+    ("roundrobin", "eager"),
+    ("sticky", "eager"),
+    ("cooperative-sticky", "cooperative"),
+    ("uniform", "consumer"),
+    ("server-range", "consumer"),
+]
+
+
+@pytest.mark.parametrize("strategy,protocol", PROTOCOLS)
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
-def test_a_cooperative_replay_gives_back_a_cooperative_history(
-    tmp_path: Path, example: Path
+def test_a_replay_with_the_sources_strategy_gives_back_its_history(
+    tmp_path: Path, example: Path, strategy: str, protocol: str
 ) -> None:
-    scenario = _override(load_scenario(example), "cooperative-sticky", "cooperative")
+    scenario = _override(load_scenario(example), strategy, protocol)
     store = Store(tmp_path / "s.duckdb")
     store.init()
     result = run_scenario(scenario, store=store, timeline="sim", seed=1)
     cluster, group, _ = result.stream
-    replay(store, cluster=cluster, group=group, strategy="cooperative-sticky", source="sim")
-    assert _decisions(store, group, "replay/cooperative-sticky") == _decisions(store, group, "sim")
+    replay(store, cluster=cluster, group=group, strategy=strategy, source="sim")
+    assert _decisions(store, group, f"replay/{strategy}") == _decisions(store, group, "sim")
