@@ -19,7 +19,7 @@ instead of decided again, and the source events after them are replayed.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kstore._errors import UsageError
@@ -59,6 +59,8 @@ class ReplayResult:
     warnings: tuple[str, ...] = ()
     """The assignor's warnings, each with the replay's generation it came at."""
     resumed: int = 0
+    complete: bool = True
+    """False when ``stop`` ended the run before the source's end."""
 
 
 class _Replayer:
@@ -243,9 +245,12 @@ def replay(
     source: str = "recorded",
     timeline: str | None = None,
     resume: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> ReplayResult:
     """Replay the stream (cluster, group, source) with ``strategy`` into a new timeline.
 
+    ``stop``: asked after each source event; when it says so the run stores what it
+    has and returns with ``complete`` False (``--resume`` continues it).
     ``resume``: a target that exists already is continued where it stopped, if it is a
     prefix of this replay; else it is refused, as it always is without ``resume``.
     ``strategy`` ``same`` decides each generation with the flavour that decided it
@@ -272,11 +277,16 @@ def replay(
     count = 0
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
+    complete = True
     for stored_source in source_events:
         events = list(replayer.feed(stored_source.event))
         count += len(events)
         writer.add(events, fold=replayer.state)
-    replayer.finish()
+        if stop is not None and stop():
+            complete = False
+            break
+    if complete:
+        replayer.finish()
     writer.flush()
     return ReplayResult(
         target,
@@ -287,4 +297,5 @@ def replay(
         replayer.assignor_seconds,
         tuple(replayer.warnings),
         replayer.matched,
+        complete,
     )

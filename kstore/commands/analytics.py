@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
-from kstore._errors import UsageError
+from kstore._errors import KstoreError, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import replay
@@ -96,6 +99,12 @@ def print_sql(path: Path, sql: str, output: str, read_paths: list[Path]) -> None
     print_result(run_sql(Store(path), sql, read_paths=read_paths), output)
 
 
+class Interrupted(KstoreError):
+    """Ctrl-C ended a command that stored what it had (exit 130, as a shell's SIGINT)."""
+
+    exit_code = 130
+
+
 def replay_group(
     path: Path,
     *,
@@ -110,15 +119,32 @@ def replay_group(
     scope = resolve(store, cluster=cluster, group=group, timeline=source)
     assert scope.cluster is not None
     cluster = scope.cluster
-    done = replay(
-        store,
-        group=group,
-        cluster=cluster,
-        source=source,
-        strategy=strategy,
-        timeline=timeline,
-        resume=resume,
-    )
+    # Ctrl-C: the run stops after the source event at hand and stores what it decided
+    # (a KeyboardInterrupt inside DuckDB would end it as "Query interrupted").
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stopped.set())
+    try:
+        done = replay(
+            store,
+            group=group,
+            cluster=cluster,
+            source=source,
+            strategy=strategy,
+            timeline=timeline,
+            resume=resume,
+            stop=stopped.is_set,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if not done.complete:
+        again = f"kstore --store {shlex.quote(str(path))} replay --group {shlex.quote(group)}"
+        again += f" --cluster {shlex.quote(cluster)} --from {shlex.quote(source)}"
+        again += f" --strategy {shlex.quote(strategy)}"
+        again += f" --timeline {shlex.quote(done.stream.timeline)} --resume"
+        raise Interrupted(
+            f"replay interrupted: {done.resumed + done.events} events stored in timeline "
+            f"{done.stream.timeline!r}; resume with: {again}"
+        )
     rate = done.rebalances / done.seconds if done.seconds else 0.0
     resumed = f" after {done.resumed} stored already" if done.resumed else ""
     print(

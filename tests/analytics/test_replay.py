@@ -286,3 +286,40 @@ def test_the_cli_refuses_a_bad_resume_in_one_line(store: Store) -> None:
         "kstore: error: timeline 'replay/range' of default/g is not a prefix"
     )
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Path) -> None:
+    """A real ``kstore replay`` sent SIGINT once a batch is stored: one line naming what
+    was stored and the resuming command, exit 130, and the resume completes it."""
+    source = list(group_events("g", 800, seed=11))
+    db = tmp_path / "ctrl-c.duckdb"
+    store = Store(db)
+    store.init()
+    store.append(source)
+    stream = StreamId("default", "g", "replay/cooperative-sticky")
+    expected = list(replay_events(source, stream, "cooperative-sticky"))
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
+    command += ["--strategy", "cooperative-sticky"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _stored_events(store, stream):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no batch stored within 60 s"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    at_stop = _stored_events(store, stream)
+    assert 0 < at_stop < len(expected)
+    assert f"{at_stop} events stored" in err and "--resume" in err, err
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _timeline(store, stream) == [
+        {"version": v, **e.to_dict()} for v, e in enumerate(expected, start=1)
+    ]
