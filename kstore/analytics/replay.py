@@ -246,11 +246,13 @@ def replay(
     timeline: str | None = None,
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay the stream (cluster, group, source) with ``strategy`` into a new timeline.
 
     ``stop``: asked after each source event; when it says so the run stores what it
     has and returns with ``complete`` False (``--resume`` continues it).
+    ``progress``: told (source events done, source events in all) after each one.
     ``resume``: a target that exists already is continued where it stopped, if it is a
     prefix of this replay; else it is refused, as it always is without ``resume``.
     ``strategy`` ``same`` decides each generation with the flavour that decided it
@@ -259,7 +261,9 @@ def replay(
     if strategy != SAME:
         get_assignor(strategy)
     target = StreamId(cluster, group, timeline or f"replay/{strategy}")
-    if StreamId(cluster, group, source) not in {info.stream for info in store.streams()}:
+    sizes = {info.stream: info.events for info in store.streams()}
+    total = sizes.get(StreamId(cluster, group, source))
+    if total is None:
         raise UsageError(f"no stream {cluster}/{group}/{source} in the store")
     started = time.perf_counter()
     writer = Writer(store, batch_events=_BATCH_EVENTS, batch_entries=_BATCH_ENTRIES)
@@ -278,10 +282,12 @@ def replay(
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
     complete = True
-    for stored_source in source_events:
+    for done, stored_source in enumerate(source_events, start=1):
         events = list(replayer.feed(stored_source.event))
         count += len(events)
         writer.add(events, fold=replayer.state)
+        if progress is not None:
+            progress(done, total)
         if stop is not None and stop():
             complete = False
             break

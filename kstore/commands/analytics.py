@@ -6,8 +6,18 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from kstore._errors import KstoreError, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
@@ -123,17 +133,37 @@ def replay_group(
     # (a KeyboardInterrupt inside DuckDB would end it as "Query interrupted").
     stopped = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stopped.set())
+    columns = (
+        TextColumn("replaying {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("source events"),
+        TextColumn("{task.fields[rate]}/s"),
+        TimeRemainingColumn(),
+    )
+    bar = Progress(
+        *columns, console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True
+    )
+    task = bar.add_task(f"{cluster}/{group}/{source}", total=None, rate="-")
+    started = time.perf_counter()
+
+    def advance(done: int, total: int) -> None:
+        rate = done / max(time.perf_counter() - started, 1e-9)
+        bar.update(task, completed=done, total=total, rate=f"{rate:,.0f}")
+
     try:
-        done = replay(
-            store,
-            group=group,
-            cluster=cluster,
-            source=source,
-            strategy=strategy,
-            timeline=timeline,
-            resume=resume,
-            stop=stopped.is_set,
-        )
+        with bar:
+            done = replay(
+                store,
+                group=group,
+                cluster=cluster,
+                source=source,
+                strategy=strategy,
+                timeline=timeline,
+                resume=resume,
+                stop=stopped.is_set,
+                progress=advance,
+            )
     finally:
         signal.signal(signal.SIGINT, previous)
     if not done.complete:

@@ -323,3 +323,38 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     assert _timeline(store, stream) == [
         {"version": v, **e.to_dict()} for v, e in enumerate(expected, start=1)
     ]
+
+
+def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> None:
+    db = tmp_path / "bar.duckdb"
+    store = Store(db)
+    store.init()
+    store.append(list(group_events("g", 200, seed=3)))
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
+    piped = subprocess.run([*command, "--strategy", "range"], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    leader, follower = os.openpty()
+    try:
+        tty = subprocess.run(
+            [*command, "--strategy", "sticky"],
+            stdout=subprocess.DEVNULL,
+            stderr=follower,
+            env={**os.environ, "COLUMNS": "160", "TERM": "xterm"},
+            check=False,
+        )
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert tty.returncode == 0
+    text = shown.decode(errors="replace")
+    assert "replaying default/g/recorded" in text and "source events" in text, text
+    assert "/s" in text
