@@ -147,9 +147,13 @@ class RecordingListener:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / f"{group}.{os.getpid()}.{uuid.uuid4().hex[:8]}.jsonl"
         self._lock = threading.Lock()
+        self._partition_counts: dict[str, int] = {}
 
     def subscribe(self, consumer: Any, topics: Sequence[str]) -> None:
         self.topics = sorted(topics)
+        # Counted here, never inside a rebalance callback: librdkafka aborts
+        # (``CallState_get: cs != NULL``) on a metadata call there under cooperative-sticky.
+        self._partition_counts = self._counts(consumer)
         consumer.subscribe(
             list(topics), on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost
         )
@@ -213,7 +217,7 @@ class RecordingListener:
                 holds=sorted(self.holds),
                 topics=self.topics,
                 strategy=self.strategy,
-                partition_counts=self._counts(consumer) if consumer is not None else {},
+                partition_counts=dict(self._partition_counts) if consumer is not None else {},
             )
             with open(self.path, "a", encoding="utf-8") as out:
                 out.write(json.dumps(asdict(report)) + "\n")
