@@ -10,7 +10,6 @@ Arrow tables.
 
 from __future__ import annotations
 
-import gc
 import json
 import shutil
 import tempfile
@@ -28,6 +27,7 @@ from pydantic_core import from_json
 from sqlalchemy.pool import NullPool
 
 from kstore._errors import KstoreError, UsageError
+from kstore._gc import cyclic_gc_paused
 from kstore.model.events import Event, StreamId, by_id, conflict, parse_stored_event
 from kstore.model.fold import GroupState
 from kstore.store import catalogue
@@ -161,20 +161,6 @@ class _Conn:
         names = _cols(data.column_names)
         with self.registered("_kstore_batch", data):
             self.run(f"{verb} INTO {table} ({names}) SELECT {names} FROM _kstore_batch")
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Collection paused: building a big batch's rows allocates many small objects that
-    all live until the insert, and generational collections over them would cost about a
-    quarter of the Python time, finding nothing to free."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _stream_where(stream: StreamId) -> tuple[str, list[Any]]:
@@ -348,7 +334,7 @@ class Store:
                 if refused is not None:
                     raise refused
             if unique:
-                with _no_gc():
+                with cyclic_gc_paused():
                     heads = self._write_batch(conn, list(unique.values()), expected_version)
         if not unique:
             return AppendResult(0, len(present))
