@@ -14,6 +14,7 @@ EXTRAS: dict[str, str] = {
     "py4j": "spark",
     "kafka": "kafka",
     "confluent_kafka": "kafka",
+    "javaproperties": "kafka",
 }
 """Top-level module -> the extra that installs it (pyproject's optional-dependencies)."""
 

@@ -390,11 +390,20 @@ record_app = typer.Typer(help="Record real consumer groups into the store.", no_
 app.add_typer(record_app, name="record")
 
 _BootstrapOpt = Annotated[
-    str | None, typer.Option("--bootstrap-servers", help="host:port[,host:port...]")
+    str | None,
+    typer.Option("--bootstrap-server", "--bootstrap-servers", help="host:port[,host:port...]"),
 ]
 _ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="Client settings (properties or YAML): SASL, TLS ..."),
+    typer.Option(
+        "--command-config",
+        "--config",
+        help="Client settings, Java properties or YAML (SASL, TLS ...), Kafka's names.",
+    ),
+]
+_SettingOpt = Annotated[
+    list[str] | None,
+    typer.Option("-X", help="One client setting, key=value (repeatable, as kcat)."),
 ]
 _GroupsOpt = Annotated[
     list[str] | None, typer.Option("--group", help="Record this group (repeatable).")
@@ -407,6 +416,7 @@ _RecordClusterOpt = Annotated[str, typer.Option("--cluster", help="The cluster's
 def record_offsets_cmd(
     bootstrap_servers: _BootstrapOpt = None,
     config: _ConfigOpt = None,
+    setting: _SettingOpt = None,
     group: _GroupsOpt = None,
     all_groups: _AllGroupsOpt = False,
     start: Annotated[
@@ -425,6 +435,7 @@ def record_offsets_cmd(
         ctx_state.store,
         bootstrap_servers=bootstrap_servers,
         config=config,
+        overrides=setting or [],
         groups=group,
         all_groups=all_groups,
         start=start,
@@ -438,6 +449,7 @@ def record_offsets_cmd(
 def record_poll_cmd(
     bootstrap_servers: _BootstrapOpt = None,
     config: _ConfigOpt = None,
+    setting: _SettingOpt = None,
     group: _GroupsOpt = None,
     all_groups: _AllGroupsOpt = False,
     interval: Annotated[str, typer.Option("--interval", help="e.g. 5s, 500ms.")] = "5s",
@@ -451,6 +463,7 @@ def record_poll_cmd(
         ctx_state.store,
         bootstrap_servers=bootstrap_servers,
         config=config,
+        overrides=setting or [],
         groups=group,
         all_groups=all_groups,
         interval=interval,

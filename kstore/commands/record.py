@@ -65,6 +65,7 @@ def record_offsets(
     *,
     bootstrap_servers: str | None,
     config: Path | None,
+    overrides: list[str],
     groups: list[str] | None,
     all_groups: bool,
     start: str,
@@ -80,7 +81,7 @@ def record_offsets(
     if file is not None:
         from kstore.record.offsets_events import events_from_dump
 
-        if bootstrap_servers or config:
+        if bootstrap_servers or config or overrides:
             raise UsageError("--file reads a dump: no broker settings with it")
         selected = None if all_groups or not groups else sorted(set(groups))
         with _running(None):
@@ -99,7 +100,7 @@ def record_offsets(
     if start not in ("beginning", "now"):
         raise UsageError(f"--from: beginning or now, not {start!r}")
     selected = _groups(groups, all_groups)
-    settings = load_settings(config, bootstrap_servers)
+    settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
         log.info("tailing %s (%s)", topic, settings.describe())
@@ -128,6 +129,7 @@ def poll_groups(
     *,
     bootstrap_servers: str | None,
     config: Path | None,
+    overrides: list[str],
     groups: list[str] | None,
     all_groups: bool,
     interval: str,
@@ -139,7 +141,7 @@ def poll_groups(
 
     seconds = parse_interval(interval)
     selected = _groups(groups, all_groups)
-    settings = load_settings(config, bootstrap_servers)
+    settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         log.info("polling every %g s (%s)", seconds, settings.describe())
         admin = KafkaAdminView(settings)

@@ -1,68 +1,151 @@
 """Connection settings for the recorders' Kafka clients, with secrets kept out of sight.
 
-Settings use the dotted names of librdkafka / the Java client (``bootstrap.servers``,
-``security.protocol``, ``sasl.mechanism``, ``sasl.username``, ``sasl.password``,
-``ssl.ca.location`` ...). They come from, later ones winning:
+One set of names for every recorder, whatever client library is under it: Kafka's and
+librdkafka's dotted names (``bootstrap.servers``, ``security.protocol``,
+``sasl.mechanism``, ``sasl.jaas.config``, ``sasl.username``, ``ssl.ca.location`` ...).
+``KafkaSettings.confluent()`` and ``KafkaSettings.kafka_python()`` turn them into each
+client's form; ``_KAFKA_PYTHON`` is the one table of that mapping. They come from, later
+ones winning:
 
-1. a config file (``--config FILE``): Java properties (``key=value``) or YAML (a flat or
-   nested mapping; nested keys are joined with dots);
+1. a config file (``--command-config FILE``, alias ``--config``): Java properties, read as
+   Java reads them (``javaproperties``: ``\\`` continues a value on the next line, so a
+   multi-line ``sasl.jaas.config`` is one value), or YAML (nested keys joined with dots);
 2. the environment: ``KSTORE_KAFKA_SASL_PASSWORD=...`` is ``sasl.password``;
-3. ``--bootstrap-servers``.
+3. ``-X key=value`` (repeatable, as kcat);
+4. ``--bootstrap-server``.
 
-Every value under a secret-looking name (password, secret, token, JAAS config, private
-key) is a secret: ``redact`` blanks it out of any text, and a logging filter does the
-same for every log record, so no secret reaches a log, an error message or the store.
+Secrets are masked deny-by-default: a value is shown (in the start-up line, an error, a
+log record) only when its setting is on the known-safe list (``_SAFE``: servers,
+protocol, mechanism, ids, timeouts ...). Every other value is a secret: ``redact`` blanks
+it, and the parts of structured values (``clientSecret=...`` inside
+``sasl.oauthbearer.config``, ``password="..."`` inside ``sasl.jaas.config``), out of any
+text; a logging filter does the same for every log record.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import javaproperties
 import yaml
 
 from kstore._errors import KstoreError, UsageError
 
-__all__ = ["ENV_PREFIX", "KafkaSettings", "RedactingFilter", "load_settings"]
+__all__ = ["ENV_PREFIX", "KafkaSettings", "RedactingFilter", "is_safe", "load_settings"]
 
 ENV_PREFIX = "KSTORE_KAFKA_"
-_SECRET_MARKERS = ("password", "secret", "token", "jaas", "key.pem", "credential")
 _MASK = "***"
+_SHORT = 8
 
-# librdkafka name -> kafka-python keyword, for the settings the recorders pass through.
-_KAFKA_PYTHON_NAMES = {
-    "bootstrap.servers": "bootstrap_servers",
-    "client.id": "client_id",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
-    "ssl.endpoint.identification.algorithm": "ssl_check_hostname",
-    "request.timeout.ms": "request_timeout_ms",
-    "session.timeout.ms": "session_timeout_ms",
-    "heartbeat.interval.ms": "heartbeat_interval_ms",
+_SAFE = frozenset(
+    {
+        "bootstrap.servers",
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.mechanisms",
+        "sasl.kerberos.service.name",
+        "sasl.oauthbearer.method",
+        "sasl.oauthbearer.token.endpoint.url",
+        "client.id",
+        "client.rack",
+        "group.id",
+        "group.instance.id",
+        "ssl.endpoint.identification.algorithm",
+        "enable.ssl.certificate.verification",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "ssl.crl.location",
+        "api.version.request",
+        "broker.address.family",
+        "client.dns.lookup",
+        "enable.auto.commit",
+        "auto.offset.reset",
+        "partition.assignment.strategy",
+        "group.protocol",
+        "debug",
+    }
+)
+"""Settings whose values may be printed; any other value is a secret (deny by default)."""
+
+_SAFE_SUFFIXES = (".timeout.ms", ".interval.ms", ".backoff.ms", ".backoff.max.ms", ".age.ms")
+
+# Kafka/librdkafka name -> kafka-python keyword and how the value converts.
+_KAFKA_PYTHON: dict[str, tuple[str, str]] = {
+    "bootstrap.servers": ("bootstrap_servers", "list"),
+    "client.id": ("client_id", "str"),
+    "security.protocol": ("security_protocol", "str"),
+    "sasl.mechanism": ("sasl_mechanism", "str"),
+    "sasl.mechanisms": ("sasl_mechanism", "str"),
+    "sasl.username": ("sasl_plain_username", "str"),
+    "sasl.password": ("sasl_plain_password", "str"),
+    "sasl.kerberos.service.name": ("sasl_kerberos_service_name", "str"),
+    "ssl.ca.location": ("ssl_cafile", "str"),
+    "ssl.certificate.location": ("ssl_certfile", "str"),
+    "ssl.key.location": ("ssl_keyfile", "str"),
+    "ssl.key.password": ("ssl_password", "str"),
+    "ssl.crl.location": ("ssl_crlfile", "str"),
+    "ssl.endpoint.identification.algorithm": ("ssl_check_hostname", "https"),
+    "request.timeout.ms": ("request_timeout_ms", "int"),
+    "reconnect.backoff.ms": ("reconnect_backoff_ms", "int"),
+    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", "int"),
+    "retry.backoff.ms": ("retry_backoff_ms", "int"),
+    "metadata.max.age.ms": ("metadata_max_age_ms", "int"),
+    "connections.max.idle.ms": ("connections_max_idle_ms", "int"),
 }
 
+# Java's login modules whose options librdkafka and kafka-python take as settings.
+_JAAS_MODULES = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule": "PLAIN",
+    "org.apache.kafka.common.security.scram.ScramLoginModule": "SCRAM",
+}
+_JAAS = re.compile(r"\s*(\S+)\s+(required|requisite|sufficient|optional)\s*(.*?)\s*;?\s*$", re.S)
+_OPTION = re.compile(r"""([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)""")
 
-def _is_secret(name: str) -> bool:
-    return any(marker in name.lower() for marker in _SECRET_MARKERS)
+
+def is_safe(name: str) -> bool:
+    """Whether the value of setting ``name`` may be printed (the known-safe list)."""
+    return name in _SAFE or name.endswith(_SAFE_SUFFIXES)
+
+
+def _options(text: str) -> dict[str, str]:
+    """``key=value`` / ``key="value"`` pairs of a JAAS entry or ``sasl.oauthbearer.config``."""
+    found = {}
+    for key, raw in _OPTION.findall(text):
+        value = raw[1:-1].replace('\\"', '"').replace("\\\\", "\\") if raw[:1] == '"' else raw
+        found[key] = value
+    return found
+
+
+def _jaas_login(text: str) -> tuple[str, dict[str, str]]:
+    """The login module's kind and its options; an unsupported module is a usage error."""
+    found = _JAAS.fullmatch(text)
+    if found is None:
+        raise UsageError(
+            "sasl.jaas.config: not a JAAS entry like "
+            '\'<LoginModule> required username="..." password="...";\''
+        )
+    module = found.group(1)
+    kind = _JAAS_MODULES.get(module)
+    if kind is None:
+        raise UsageError(
+            f"sasl.jaas.config: the login module {module} is not supported by kstore's "
+            f"clients; supported: {', '.join(sorted(_JAAS_MODULES))} (or give sasl.username "
+            "and sasl.password)"
+        )
+    return kind, _options(found.group(3))
 
 
 @dataclass(frozen=True)
 class KafkaSettings:
-    """Client settings by librdkafka name; ``source`` says where each one came from."""
+    """Client settings by Kafka/librdkafka name; ``source`` says where each came from."""
 
     values: Mapping[str, str]
     source: Mapping[str, str] = field(default_factory=dict)
@@ -72,55 +155,90 @@ class KafkaSettings:
         servers = self.values.get("bootstrap.servers")
         if not servers:
             raise UsageError(
-                "no bootstrap servers: give --bootstrap-servers, bootstrap.servers in "
-                f"--config, or {ENV_PREFIX}BOOTSTRAP_SERVERS"
+                "no bootstrap servers: give --bootstrap-server, bootstrap.servers in "
+                f"--command-config or -X, or {ENV_PREFIX}BOOTSTRAP_SERVERS"
             )
         return servers
 
     def secrets(self) -> list[str]:
-        """The secret values, longest first (so a secret inside another is masked whole)."""
-        found = {value for name, value in self.values.items() if _is_secret(name) and value}
+        """Every value that may not be shown, longest first (a secret inside another is
+        masked whole): the values of settings off the safe list, and the option values
+        inside structured ones."""
+        found: set[str] = set()
+        for name, value in self.values.items():
+            if is_safe(name) or not value:
+                continue
+            found.add(value)
+            found.update(part for part in _options(value).values() if part)
         return sorted(found, key=len, reverse=True)
 
     def redact(self, text: str) -> str:
         for secret in self.secrets():
-            text = text.replace(secret, _MASK)
+            if len(secret) >= _SHORT:
+                text = text.replace(secret, _MASK)
+            else:  # a short value is masked where it stands alone, not inside words
+                text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", _MASK, text)
         return text
 
     def describe(self) -> str:
-        """One line for the log: every setting, secrets masked."""
+        """One line for the log: every setting's name, values only of safe ones."""
         shown = (
-            f"{name}={_MASK if _is_secret(name) else value}"
+            f"{name}={value if is_safe(name) else _MASK}"
             for name, value in sorted(self.values.items())
         )
         return ", ".join(shown)
 
+    def _client_values(self) -> dict[str, str]:
+        """The values with ``sasl.jaas.config`` turned into the settings it stands for."""
+        values = dict(self.values)
+        jaas = values.pop("sasl.jaas.config", None)
+        if jaas is not None:
+            kind, options = _jaas_login(jaas)
+            for option, name in (("username", "sasl.username"), ("password", "sasl.password")):
+                if option in options:
+                    values.setdefault(name, options[option])
+            mechanism = values.get("sasl.mechanism") or values.get("sasl.mechanisms") or ""
+            if kind == "SCRAM" and not mechanism.upper().startswith("SCRAM-"):
+                raise UsageError(
+                    "sasl.jaas.config: ScramLoginModule needs sasl.mechanism "
+                    "SCRAM-SHA-256 or SCRAM-SHA-512"
+                )
+        if values.get("sasl.oauthbearer.method", "").lower() == "oidc" and not values.get(
+            "sasl.oauthbearer.token.endpoint.url"
+        ):
+            raise UsageError(
+                "sasl.oauthbearer.method=oidc needs sasl.oauthbearer.token.endpoint.url"
+            )
+        self.bootstrap_servers  # noqa: B018 - fail early with a clear message
+        return values
+
     def confluent(self, **extra: Any) -> dict[str, Any]:
         """A configuration for confluent-kafka (librdkafka takes the names as they are)."""
-        config: dict[str, Any] = dict(self.values)
-        self.bootstrap_servers  # noqa: B018 - fail early with a clear message
+        config: dict[str, Any] = dict(self._client_values())
         config.update(extra)
         return config
 
     def kafka_python(self, **extra: Any) -> dict[str, Any]:
         """Keyword arguments for kafka-python's clients."""
         config: dict[str, Any] = {}
-        for name, value in self.values.items():
-            keyword = _KAFKA_PYTHON_NAMES.get(name)
-            if keyword is None:
+        for name, value in self._client_values().items():
+            if name not in _KAFKA_PYTHON:
                 raise UsageError(
-                    f"setting {name!r} ({self.source.get(name, 'config')}) has no kafka-python "
-                    f"equivalent; known: {', '.join(sorted(_KAFKA_PYTHON_NAMES))}"
+                    f"setting {name} ({self.source.get(name, 'derived')}) has no kafka-python "
+                    f"equivalent; known: {', '.join(sorted(_KAFKA_PYTHON))}"
                 )
-            if keyword == "bootstrap_servers":
+            keyword, kind = _KAFKA_PYTHON[name]
+            if kind == "list":
                 config[keyword] = [s.strip() for s in value.split(",") if s.strip()]
-            elif keyword == "ssl_check_hostname":
+            elif kind == "https":
                 config[keyword] = value.lower() == "https"
-            elif keyword.endswith("_ms"):
-                config[keyword] = int(value)
+            elif kind == "int":
+                try:
+                    config[keyword] = int(value)
+                except ValueError:
+                    raise UsageError(f"setting {name}: not a whole number") from None
             else:
                 config[keyword] = value
-        self.bootstrap_servers  # noqa: B018
         config.update(extra)
         return config
 
@@ -166,49 +284,55 @@ def _flatten(raw: Mapping[str, Any], prefix: str, where: Path) -> dict[str, str]
         elif isinstance(value, str | int | float | bool):
             flat[name] = str(value).lower() if isinstance(value, bool) else str(value)
         else:
-            raise UsageError(f"{where}: {name}: must be a string, number or boolean")
+            raise UsageError(
+                f"--command-config {where}: {name}: must be a string, number or boolean"
+            )
     return flat
-
-
-def _read_properties(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            values[line] = ""
-        else:
-            values[line[:cut].strip()] = line[cut + 1 :].strip()
-    return values
 
 
 def _read_file(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"--config {path}: {exc.strerror}") from None
+        raise UsageError(f"--command-config {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--command-config {path}: not UTF-8 text") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             raw = yaml.safe_load(text)
         except yaml.YAMLError:
             # The parser's message quotes the offending line, which may hold a secret.
-            raise UsageError(f"--config {path}: not valid YAML") from None
+            raise UsageError(f"--command-config {path}: not valid YAML") from None
         if raw is None:
             return {}
         if not isinstance(raw, Mapping):
-            raise UsageError(f"--config {path}: must be a mapping of settings")
+            raise UsageError(f"--command-config {path}: must be a mapping of settings")
         return _flatten(raw, "", path)
-    return _read_properties(text)
+    try:
+        return dict(javaproperties.loads(text))
+    except javaproperties.InvalidUEscapeError:
+        # Its message quotes the escape, which may be part of a secret.
+        raise UsageError(f"--command-config {path}: an invalid \\u escape") from None
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, str]:
+    values = {}
+    for number, pair in enumerate(pairs, 1):
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            # The word is not echoed: it may be a secret given without its name.
+            raise UsageError(f"-X (the {number}. one): give key=value")
+        values[name.strip()] = value
+    return values
 
 
 def load_settings(
     config: Path | None = None,
     bootstrap_servers: str | None = None,
     environ: Mapping[str, str] | None = None,
+    overrides: Sequence[str] = (),
 ) -> KafkaSettings:
-    """The settings from the file, the environment and the command line, in that order."""
+    """The settings from the file, the environment, ``-X`` and the command line."""
     values: dict[str, str] = {}
     source: dict[str, str] = {}
     if config is not None:
@@ -218,7 +342,9 @@ def load_settings(
         if variable.startswith(ENV_PREFIX) and len(variable) > len(ENV_PREFIX):
             name = variable[len(ENV_PREFIX) :].lower().replace("_", ".")
             values[name], source[name] = value, variable
+    for name, value in _overrides(overrides).items():
+        values[name], source[name] = value, "-X"
     if bootstrap_servers:
         values["bootstrap.servers"] = bootstrap_servers
-        source["bootstrap.servers"] = "--bootstrap-servers"
+        source["bootstrap.servers"] = "--bootstrap-server"
     return KafkaSettings(values, source)

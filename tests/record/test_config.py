@@ -79,7 +79,7 @@ def test_no_secret_reaches_the_output_or_the_store(tmp_path: Path) -> None:
     base = [sys.executable, "-m", "kstore.cli", "--store", str(store)]
     subprocess.run([*base, "init"], check=True, capture_output=True)
     poll = subprocess.run(
-        [*base, "record", "poll", "--config", str(config), "--all-groups", "--polls", "1"],
+        [*base, "record", "poll", "--command-config", str(config), "--all-groups", "--polls", "1"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -90,3 +90,129 @@ def test_no_secret_reaches_the_output_or_the_store(tmp_path: Path) -> None:
     assert SECRET not in poll.stdout + poll.stderr
     for path in data.iterdir():
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+JAAS_FILE = (
+    "bootstrap.servers=b:9092\n"
+    "security.protocol=SASL_SSL\n"
+    "sasl.mechanism=SCRAM-SHA-512\n"
+    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+    '    username="alice" \\\n'
+    f'    password="{SECRET}";\n'
+)
+
+
+def test_a_multi_line_jaas_config_is_one_value_as_java_reads_it(tmp_path: Path) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text(JAAS_FILE)
+    settings = load_settings(config, environ={})
+    assert set(settings.values) == {
+        "bootstrap.servers",
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.jaas.config",
+    }
+    assert settings.values["sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{SECRET}";'
+    )
+    # One set of names: the JAAS entry becomes each client's own settings.
+    confluent = settings.confluent()
+    assert "sasl.jaas.config" not in confluent
+    assert (confluent["sasl.username"], confluent["sasl.password"]) == ("alice", SECRET)
+    python = settings.kafka_python()
+    assert (python["sasl_plain_username"], python["sasl_plain_password"]) == ("alice", SECRET)
+    assert python["sasl_mechanism"] == "SCRAM-SHA-512"
+    line = settings.describe()
+    assert "sasl.jaas.config=***" in line and SECRET not in line and "alice" not in line
+    assert "bootstrap.servers=b:9092" in line and "security.protocol=SASL_SSL" in line
+
+
+def test_java_escapes_and_separators(tmp_path: Path) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("bootstrap.servers b:1\nclient.id : a\\u00e9\\\n  b\n! comment\n")
+    assert load_settings(config, environ={}).values == {
+        "bootstrap.servers": "b:1",
+        "client.id": "aéb",
+    }
+    config.write_text("sasl.password=\\u12zz\n")
+    with pytest.raises(UsageError, match=r"invalid \\u escape") as caught:
+        load_settings(config, environ={})
+    assert "12zz" not in str(caught.value)
+
+
+def test_dash_x_settings_win_over_the_file_and_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("bootstrap.servers=file:1\nclient.id=file\n")
+    env = {"KSTORE_KAFKA_CLIENT_ID": "env"}
+    settings = load_settings(config, None, env, ["client.id=x", "request.timeout.ms=1500"])
+    assert settings.values["client.id"] == "x" and settings.source["client.id"] == "-X"
+    assert settings.kafka_python()["request_timeout_ms"] == 1500
+    with pytest.raises(UsageError, match=r"-X \(the 1\. one\): give key=value") as caught:
+        load_settings(None, "b:1", {}, [SECRET])
+    assert SECRET not in str(caught.value)
+
+
+def test_jaas_modules_the_clients_cannot_use_are_named() -> None:
+    krb = "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;"
+    settings = load_settings(None, "b:1", {}, [f"sasl.jaas.config={krb}"])
+    with pytest.raises(UsageError, match="Krb5LoginModule is not supported"):
+        settings.confluent()
+    with pytest.raises(UsageError, match="not a JAAS entry"):
+        load_settings(None, "b:1", {}, ["sasl.jaas.config=nonsense"]).kafka_python()
+    oidc = load_settings(None, "b:1", {}, ["sasl.oauthbearer.method=oidc"])
+    with pytest.raises(UsageError, match=r"needs sasl\.oauthbearer\.token\.endpoint\.url"):
+        oidc.confluent()
+
+
+def test_secrets_are_masked_deny_by_default() -> None:
+    passphrase, client_secret = "p4ss-phr4se", "cl13nt-s3cr3t"
+    settings = load_settings(
+        None,
+        "b:1",
+        {},
+        [
+            f"sasl.oauthbearer.assertion.private.key.passphrase={passphrase}",
+            f"sasl.oauthbearer.config=clientId=kstore clientSecret={client_secret} scope=x",
+            "sasl.oauthbearer.method=oidc",
+            "sasl.oauthbearer.token.endpoint.url=https://idp/token",
+            "session.timeout.ms=6000",
+            "some.new.setting=value-1",
+        ],
+    )
+    line = settings.describe()
+    for hidden in (passphrase, client_secret, "value-1", "clientId=kstore"):
+        assert hidden not in line
+    assert "sasl.oauthbearer.assertion.private.key.passphrase=***" in line
+    assert "session.timeout.ms=6000" in line and "bootstrap.servers=b:1" in line
+    assert "token.endpoint.url=https://idp/token" in line
+    # A client echoing one part of a structured value is masked too.
+    assert client_secret not in settings.redact(f"auth failed: clientSecret={client_secret}")
+
+
+def test_kafka_tool_flags_and_a_setting_the_client_lacks(tmp_path: Path) -> None:
+    """``--bootstrap-server``, ``-X``: a setting the poller's client cannot take is one
+    line naming it, exit 2, and neither the line nor the log shows its value."""
+    store = tmp_path / "kstore.duckdb"
+    secret = "cl13nt-s3cr3t"
+    base = [sys.executable, "-m", "kstore.cli", "--store", str(store)]
+    subprocess.run([*base, "init"], check=True, capture_output=True)
+    poll = subprocess.run(
+        [
+            *base,
+            "record",
+            "poll",
+            "--bootstrap-server",
+            f"127.0.0.1:{free_port()}",
+            "-X",
+            f"sasl.oauthbearer.config=clientId=k clientSecret={secret}",
+            "--all-groups",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert poll.returncode == 2, poll.stderr
+    assert "sasl.oauthbearer.config=***" in poll.stderr
+    assert "kstore: error: setting sasl.oauthbearer.config (-X) has no kafka-python" in poll.stderr
+    assert secret not in poll.stdout + poll.stderr
