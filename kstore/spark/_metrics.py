@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from kstore.spark._frames import STREAM_COLUMNS, map_streams, write_partitioned
 from kstore.spark._schema import LogRow
+from kstore.store.catalogue import ARROW_TYPES, columns
 from kstore.store.projections import Projector, StreamHead
 
 __all__ = ["METRIC_COLUMNS", "WINDOW_COLUMNS", "metrics_of", "summarise", "write_metrics"]
@@ -50,27 +51,29 @@ _TOPIC = "kstore_topic_stats"
 _COUNTS: tuple[str, ...] = ("assigned", "moved", "new", "revoked", "unassigned")
 _COUNTS += ("retainable", "kept", "double_assigned")
 
-_STATS = pa.schema(
-    [
-        *(pa.field(name, pa.string()) for name in STREAM_COLUMNS),
-        pa.field("version", pa.int32()),
-        pa.field("generation", pa.int32()),
-        pa.field("at", pa.timestamp("us", tz="UTC")),
-        *(pa.field(name, pa.int64()) for name in ("members", "imbalance", "excess")),
-        *(pa.field(name, pa.int64()) for name in _COUNTS),
-    ]
-)
-"""The projector's rows for each E, both tables in one: a ``kstore_rebalance_stats`` row
-has ``generation`` (never NULL there) and ``members``, ``imbalance``, ``excess``; a
-``kstore_topic_stats`` row (``generation`` NULL) has one topic's counts."""
-
-
 _KEY = (*STREAM_COLUMNS, "version")
 _TAKEN = {
-    _REBALANCE: (*_KEY, "generation", "at", "members", "imbalance", "excess"),
+    _REBALANCE: columns(_REBALANCE),
     _TOPIC: (*_KEY, *_COUNTS),
 }
 """The columns of ``_STATS`` each table's rows fill (the others are NULL)."""
+
+
+def _stats_type(name: str) -> pa.DataType:
+    # Times go to Spark as instants in UTC; the store keeps them naive (in UTC).
+    return pa.timestamp("us", tz="UTC") if name == "at" else ARROW_TYPES[name]
+
+
+_STATS = pa.schema(
+    [
+        pa.field(name, _stats_type(name))
+        for name in dict.fromkeys([*_TAKEN[_REBALANCE], *_TAKEN[_TOPIC]])
+    ]
+)
+"""The projector's rows for each E, both tables in one, the kinds of the read model's
+catalogue: a ``kstore_rebalance_stats`` row has ``generation`` (never NULL there) and
+``members``, ``imbalance``, ``excess``; a ``kstore_topic_stats`` row (``generation``
+NULL) has one topic's counts."""
 
 
 def _stats(events: list[LogRow]) -> pa.Table:
