@@ -30,7 +30,7 @@ generation never ends between the two (Kafka would then skip a generation).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -317,13 +317,7 @@ class ClassicGroupSim(GroupSim):
         self.previous_phase, self.phase = self.phase, STABLE
         joined, self.awaiting = self.awaiting, set()
         self.ledger.add_topics(self.assigned_topics, self.now)
-        for member_id, tps in self.state.assignment.items():
-            client = self.client_of(member_id)
-            if client is None or member_id not in joined:
-                if not self._heartbeating(member_id):
-                    self._schedule_expiry(member_id, self.now + self._session_timeout(member_id))
-                continue
-            self._deliver(client, set(tps))
+        self.queue.schedule_each(self._deliver(joined), self._rejoin_revoking)
 
     def _drop_unjoined(self, member_id: str) -> None:
         client = self.client_of(member_id)
@@ -360,22 +354,27 @@ class ClassicGroupSim(GroupSim):
 
     # --- members: receiving the assignment ------------------------------------------------
 
-    def _deliver(self, client: Client, assigned: set[tuple[str, int]]) -> None:
-        if self.protocol_name == "eager":
-            self.acquire(client, assigned)
-            return
-        revoked = client.owned - assigned
-        self.release(client, revoked)
-        self.acquire(client, assigned)
-        if revoked:
-            life = client.life
-            self.queue.schedule(
-                self.now + self.settings.poll_ms,
-                f"rejoin:{client.spec.name}",
-                lambda: self._rejoin_existing(
-                    client, life, "need to revoke partitions and re-join"
-                ),
-            )
+    def _deliver(self, joined: set[str]) -> Iterator[tuple[int, str, tuple[Client, int]]]:
+        """Each member that joined gets its part of the new assignment (the others'
+        sessions are checked); yields the rejoin of each cooperative member that gives
+        partitions up, for ``schedule_each``: consumed as it goes, each rejoin keeps its
+        place among the expiries scheduled here."""
+        now, clients, ledger = self.now, self.member_clients, self.ledger
+        cooperative = self.protocol_name != "eager"
+        for member_id, tps in self.state.assignment.items():
+            client = clients.get(member_id)
+            if client is None or member_id not in joined:
+                if not self._heartbeating(member_id):
+                    self._schedule_expiry(member_id, now + self._session_timeout(member_id))
+                continue
+            if cooperative:
+                revoked = client.owned.difference(tps)
+                if revoked:
+                    self.release(client, revoked)
+                    rejoin = (client, client.life)
+                    yield now + self.settings.poll_ms, f"rejoin:{client.spec.name}", rejoin
+            ledger.acquire(member_id, tps, now)
+            client.owned.update(tps)
 
     # --- members: rejoining -----------------------------------------------------------------
 
@@ -383,22 +382,27 @@ class ClassicGroupSim(GroupSim):
         """REBALANCE_IN_PROGRESS on each client's next heartbeat, its JoinGroup from its
         next poll."""
         now, interval, poll = self.now, self.heartbeat_interval(), self.settings.poll_ms
+        next_tick = self.next_tick
         self.queue.schedule_each(
-            (
+            [
                 (
-                    max(self.next_tick(c, now, interval), c.busy_until) + poll,
+                    max(next_tick(c, now, interval), c.busy_until) + poll,
                     f"rejoin:{c.spec.name}",
                     (c, c.life),
                 )
                 for c in clients
                 if c.connected(now)
-            ),
+            ],
             self._rejoin_rebalancing,
         )
 
-    def _rejoin_rebalancing(self, arg: tuple[Client, int]) -> None:
-        client, life = arg
-        self._rejoin_existing(client, life, _REBALANCING)
+    def _rejoin_rebalancing(self, due: Iterator[tuple[Client, int]]) -> None:
+        for client, life in due:
+            self._rejoin_existing(client, life, _REBALANCING)
+
+    def _rejoin_revoking(self, due: Iterator[tuple[Client, int]]) -> None:
+        for client, life in due:
+            self._rejoin_existing(client, life, "need to revoke partitions and re-join")
 
     def _rejoin_existing(self, client: Client, life: int, client_reason: str) -> None:
         if client.life != life or not client.connected(self.now):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 __all__ = ["EventQueue"]
@@ -12,13 +12,15 @@ Action = Callable[[], None]
 
 
 class _Batch:
-    """Actions that share one callable, scheduled together (e.g. every member's rejoin
-    after a rebalance starts): one heap entry stands for all of them, at the time and
-    sequence number of the first that is still live."""
+    """Actions scheduled together (e.g. every member's rejoin after a rebalance starts),
+    each with its own time and key, handled by one callable: one heap entry stands for
+    all of them, at the time and sequence number of the first that is still live."""
 
     __slots__ = ("items", "pos", "run")
 
-    def __init__(self, items: list[tuple[int, int, str, Any]], run: Callable[[Any], None]) -> None:
+    def __init__(
+        self, items: list[tuple[int, int, str, Any]], run: Callable[[Iterator[Any]], None]
+    ) -> None:
         self.items = items
         self.pos = 0
         self.run = run
@@ -49,19 +51,27 @@ class EventQueue:
         heapq.heappush(self._heap, (at, self._seq, key, action))
 
     def schedule_each(
-        self, entries: Iterable[tuple[int, str, Any]], run: Callable[[Any], None]
+        self, entries: Iterable[tuple[int, str, Any]], run: Callable[[Iterator[Any]], None]
     ) -> None:
-        """``schedule(at, key, lambda: run(arg))`` for each ``(at, key, arg)`` in turn,
-        with one heap entry for them all."""
-        now, live, seq = self.now, self._live, self._seq
+        """Schedule an action at ``at`` under ``key`` for each ``(at, key, arg)`` in turn,
+        with one heap entry for them all; ``run`` handles a run of them at once.
+
+        When the first of them is due, ``run`` gets an iterator of their ``arg``s: each
+        ``next`` advances the clock to that action's time, and the iterator ends before
+        an action that is not due yet or that another live action (or one ``run``
+        schedules meanwhile) comes before. Every action still runs at its own time and
+        in the order separate ``schedule`` calls would give; what is left waits for a
+        later ``run``. ``entries`` may schedule other actions while they are produced:
+        each entry takes the next sequence number when it is produced.
+        """
+        now, live = self.now, self._live
         items = []
         for at, key, arg in entries:
             if at < now:
                 raise ValueError(f"cannot schedule {key} at {at} ms, before now ({now} ms)")
-            seq += 1
-            live[key] = seq
-            items.append((at, seq, key, arg))
-        self._seq = seq
+            self._seq += 1
+            live[key] = self._seq
+            items.append((at, self._seq, key, arg))
         if items:
             items.sort()
             heapq.heappush(self._heap, (items[0][0], items[0][1], None, _Batch(items, run)))
@@ -108,35 +118,41 @@ class EventQueue:
             self.now = at
             action()
             return True
-        # A run of the batch's actions: while its next live action comes before every
-        # other live entry (and ``until``), it runs without a trip through the heap. The
-        # order is the one the heap would give; an action that schedules something new
-        # only ends the run if that comes first.
         heapq.heappop(heap)
-        items, live, run = action.items, self._live, action.run
-        pos, end = action.pos, len(items)
+        action.run(self._due(action, until))
+        # What the run left (not due yet, behind another action, or not taken) waits.
+        items, live, pos = action.items, self._live, action.pos
+        while pos < len(items) and live.get(items[pos][2]) != items[pos][1]:
+            pos += 1
+        action.pos = pos
+        if pos < len(items):
+            heapq.heappush(heap, (items[pos][0], items[pos][1], None, action))
+        return True
+
+    def _due(self, batch: _Batch, until: int | None) -> Iterator[Any]:
+        """The batch's live actions, in order, while each comes before every other live
+        entry (and ``until``): its first is due now. An action that schedules something
+        new only ends the run if that comes first."""
+        items, live = batch.items, self._live
+        end = len(items)
         limit = self._first()
         while True:
-            at, _, key, arg = items[pos]
-            pos += 1
-            action.pos = pos
+            pos = batch.pos
+            while pos < end and live.get(items[pos][2]) != items[pos][1]:
+                pos += 1
+            batch.pos = pos
+            if pos == end:
+                return
+            at, seq, key, arg = items[pos]
+            if (until is not None and at > until) or (limit is not None and (at, seq) > limit):
+                return
+            batch.pos = pos + 1
             del live[key]
             self.now = at
             mark = self._seq
-            run(arg)
+            yield arg
             if self._seq != mark:
                 limit = self._first()
-            while pos < end and live.get(items[pos][2]) != items[pos][1]:
-                pos += 1
-            action.pos = pos
-            if pos == end:
-                return True
-            follower = items[pos]
-            if (until is not None and follower[0] > until) or (
-                limit is not None and (follower[0], follower[1]) > limit
-            ):
-                heapq.heappush(heap, (follower[0], follower[1], None, action))
-                return True
 
     def _first(self) -> tuple[int, int] | None:
         """Time and sequence number of the first live entry, or ``None``."""
