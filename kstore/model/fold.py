@@ -204,15 +204,22 @@ class GroupState:
         members = {}
         for member_id, member in self.members.items():
             owned = assignment.get(member_id)
-            members[member_id] = _subscription(
+            sub = _new(MemberSubscription)
+            _set(
+                sub,
+                "__dict__",
                 {
                     "topics": list(member.topics),
                     "owned": list(owned) if owned is not None else [],
                     "generation": generation if owned is not None else None,
                     "rack": member.rack,
                     "instance_id": member.instance_id,
-                }
+                },
             )
+            _set(sub, "__pydantic_fields_set__", _ALL_FIELDS)
+            _set(sub, "__pydantic_extra__", None)
+            _set(sub, "__pydantic_private__", None)
+            members[member_id] = sub
         # A recorded placement can list more partitions than the topic has now (an odd
         # fact, stored as it was); the contract wants one entry per existing partition.
         racks = {
@@ -284,21 +291,14 @@ class GroupState:
         )
 
 
-_ALL_FIELDS = frozenset(MemberSubscription.model_fields)
+# ``MemberSubscription.model_construct`` with every field given, at a quarter of its
+# cost: a decision builds one per member, and ``model_construct``'s per-field defaults
+# and aliases were most of a simulation's time. Every subscription shares one set of
+# field names: it names all fields, so pydantic (which only ever adds to it, and copies
+# it before a ``model_copy``) never changes it.
+_ALL_FIELDS = set(MemberSubscription.model_fields)
 _new = object.__new__
 _set = object.__setattr__
-
-
-def _subscription(values: dict[str, Any]) -> MemberSubscription:
-    """``MemberSubscription.model_construct(**values)`` with every field given, at a
-    quarter of its cost: a decision builds one per member, and ``model_construct``'s
-    per-field defaults and aliases were most of a simulation's time."""
-    sub = _new(MemberSubscription)
-    _set(sub, "__dict__", values)
-    _set(sub, "__pydantic_fields_set__", set(_ALL_FIELDS))
-    _set(sub, "__pydantic_extra__", None)
-    _set(sub, "__pydantic_private__", None)
-    return sub
 
 
 def fold(events: Iterable[Event], start: GroupState | None = None) -> GroupState:

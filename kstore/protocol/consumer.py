@@ -28,7 +28,7 @@ drives the run's ownership numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -108,10 +108,20 @@ class ConsumerGroupSim(GroupSim):
             )
         )
         self.ledger.add_topics(self.subscribed_counts(), self.now)
-        for member_id in self.state.members:
-            client = self.client_of(member_id)
-            if client is not None:
-                self._schedule_heartbeat(client)
+        # Every member's next heartbeat, as one batch: run after run of them is one step.
+        after, interval, clients = self.now + 1, self.heartbeat_interval(), self.member_clients
+        self.queue.schedule_each(
+            [
+                (self.next_tick(c, after, interval), f"heartbeat:{c.spec.name}", (c, c.life))
+                for c in map(clients.get, self.state.members)
+                if c is not None
+            ],
+            self._heartbeats,
+        )
+
+    def _heartbeats(self, due: Iterator[tuple[Client, int]]) -> None:
+        for client, life in due:
+            self._heartbeat(client, life)
 
     def _held(self, besides: str) -> set[TopicPartition]:
         """Partitions another member than ``besides`` still has or is revoking."""
