@@ -12,6 +12,7 @@ so a later change of a type's fields never rewrites the log.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping
@@ -31,6 +32,7 @@ from pydantic import (
 
 from kstore._errors import UsageError
 from kstore._limits import NonNegativeInt32, PartitionCount, TopicName, TopicRef, check_instant
+from kstore.model.ids import event_id
 
 __all__ = [
     "EVENT_TYPES",
@@ -48,6 +50,7 @@ __all__ = [
     "TopicDeleted",
     "by_id",
     "conflict",
+    "content_digest",
     "decode_json_line",
     "difference",
     "format_time",
@@ -338,9 +341,21 @@ def parse_event(raw: Any, schema_version: int | None = None) -> Event:
     envelope = {key: value for key, value in raw.items() if key != "type"}
     envelope["data"] = typed
     try:
-        return Event.model_validate(envelope)
+        event = Event.model_validate(envelope)
     except ValidationError as exc:
         raise EventError(_error_text(exc, "")) from None
+    if "event_id" in raw:
+        return event
+    # No id given: the fact's own content names it, so the same input appended again
+    # (a retry) is the same event, kept once.
+    fact = (event.cluster, event.group, event.timeline, event.at.timestamp(), content_digest(typed))
+    return event.model_copy(update={"event_id": event_id("content", *fact)})
+
+
+def content_digest(data: EventData) -> str:
+    """A short digest of an event's type and data (ids of facts named by their content)."""
+    body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 def parse_stored_event(

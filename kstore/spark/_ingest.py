@@ -26,7 +26,6 @@ from typing import Any
 import pyarrow as pa
 
 from kstore.model.events import EventError, decode_json_line, parse_event
-from kstore.model.ids import event_id
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import STREAM_COLUMNS, write_partitioned
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, event_schema, events_to_arrow, spark_schema
@@ -54,13 +53,11 @@ class IngestResult:
     duplicates: int
 
 
-def _parse(file: str, number: int, text: str) -> tuple[LogRow | None, str | None]:
+def _parse(number: int, text: str) -> tuple[LogRow | None, str | None]:
     try:
         raw = decode_json_line(text, f"line {number}: ")
     except EventError as exc:
         return None, str(exc)
-    if isinstance(raw, dict) and "event_id" not in raw:
-        raw["event_id"] = event_id("ingest", file, number)
     try:
         return LogRow(0, 0, parse_event(raw)), None
     except EventError as exc:
@@ -78,7 +75,7 @@ def _parse_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for number, text in enumerate(content.splitlines(), start=1):
                 if not text.strip():
                     continue
-                row, reason = _parse(file, number, text)
+                row, reason = _parse(number, text)
                 if row is not None:
                     good.append(row)
                     good_lines.append(number)

@@ -25,7 +25,6 @@ writer moved the stream.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -33,18 +32,19 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from kstore.model.events import AssignmentCompleted, Event, EventData, EventError, StreamId
+from kstore.model.events import (
+    AssignmentCompleted,
+    Event,
+    EventData,
+    EventError,
+    StreamId,
+    content_digest,
+)
 from kstore.model.fold import GroupState
 from kstore.model.ids import event_id
 from kstore.store.interface import AppendResult, CheckpointWrite, ConcurrencyError, EventStore
 
-__all__ = ["Writer", "content_digest", "stamp"]
-
-
-def content_digest(data: EventData) -> str:
-    """A short digest of an event's type and data (ids of facts named by their content)."""
-    body = json.dumps([data.type_name(), data.to_dict()], sort_keys=True)
-    return hashlib.sha256(body.encode()).hexdigest()[:16]
+__all__ = ["Writer", "stamp"]
 
 
 def stamp(

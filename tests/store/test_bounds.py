@@ -82,7 +82,7 @@ def test_the_model_names_the_field(raw: dict[str, object], field: str) -> None:
     with pytest.raises(EventError) as refused:
         parse_event(raw)
     assert str(refused.value).startswith(f"{field}: "), str(refused.value)
-    row, reason = _parse("dump.jsonl", 7, json.dumps(raw))  # Spark ingest: quarantined
+    row, reason = _parse(7, json.dumps(raw))  # Spark ingest: quarantined
     assert row is None and reason is not None and reason.startswith(f"line 7: {field}: ")
 
 
@@ -165,7 +165,7 @@ def test_deep_nesting_and_lone_surrogates_name_the_line(tmp_path: Path) -> None:
     ):
         out = _kstore(store.path, "append", "-", stdin=f"{good}\n{line}\n")
         assert out.returncode == 2 and out.stderr == f"kstore: error: {message}\n", out.stderr
-        assert _parse("d.jsonl", 2, line) == (None, message)  # Spark ingest quarantines it
+        assert _parse(2, line) == (None, message)  # Spark ingest quarantines it
     assert store.streams() == []
     request = '{"strategy": "range", "topics": {"t": 1}, "members": {}, "x": ' + deep + "}"
     out = subprocess.run(

@@ -126,3 +126,27 @@ def test_commands_on_a_missing_store(
 ) -> None:
     code, _, err = run(capsys, monkeypatch, "--store", str(tmp_path / "x.duckdb"), "streams")
     assert code == 1 and "kstore --store" in err and "init" in err
+
+
+def test_events_without_ids_appended_twice_are_stored_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retried ``kstore append`` of events that carry no ``event_id`` stored them twice
+    (a random id each time); the id now comes from the fact's content."""
+    monkeypatch.setenv("KSTORE_STORE", str(tmp_path / "s.duckdb"))
+    source = tmp_path / "e.jsonl"
+    joined = {"member_id": "m1", "topics": ["t"]}
+    at = ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00", "2026-01-01T00:00:01Z")
+    source.write_text(
+        "".join(
+            json.dumps({"type": "MemberJoined", "group": "dup", "at": t, "data": joined}) + "\n"
+            for t in at
+        )
+    )
+    assert run(capsys, monkeypatch, "init")[0] == 0
+    first = run(capsys, monkeypatch, "append", str(source))
+    again = run(capsys, monkeypatch, "append", str(source))
+    assert first[:2] == (0, "stored 2, already there 0\n"), first  # one instant: one fact
+    assert again[:2] == (0, "stored 0, already there 2\n"), again
+    code, out, _ = run(capsys, monkeypatch, "events", "--group", "dup")
+    assert code == 0 and len(out.splitlines()) == 2

@@ -95,7 +95,9 @@ def test_defaults_and_generated_id() -> None:
     del raw["event_id"]
     first, second = parse_event(raw), parse_event(raw)
     assert first.cluster == "default" and first.timeline == "recorded"
-    assert first.event_id and first.event_id != second.event_id
+    assert first.event_id and first.event_id == second.event_id  # named by its content
+    for other in ({**raw, "group": "h"}, {**raw, "data": {"topic": "u"}}, {**raw, "timeline": "x"}):
+        assert parse_event(other).event_id != first.event_id
     assert first.to_dict()["event_id"] == first.event_id
 
 

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from kstore.model import AssignmentCompleted, MemberJoined, StreamId, TopicChanged, event_id, fold
+from kstore.model.events import content_digest
 from kstore.model.fold import GroupState
 from kstore.store.interface import CheckpointWrite, ConcurrencyError, EventStore
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
 from kstore.store.testing import T0, G, H, history
-from kstore.store.writer import Writer, content_digest, stamp
+from kstore.store.writer import Writer, stamp
 
 
 class CountingStore(MemoryStore):
