@@ -410,6 +410,13 @@ _GroupsOpt = Annotated[
 ]
 _AllGroupsOpt = Annotated[bool, typer.Option("--all-groups", help="Record every group.")]
 _RecordClusterOpt = Annotated[str, typer.Option("--cluster", help="The cluster's name.")]
+_MaxRetriesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-retries",
+        help="Give up after N failures in a row to reach the broker (-1: never).",
+    ),
+]
 
 
 @record_app.command("offsets")
@@ -427,6 +434,7 @@ def record_offsets_cmd(
     ] = None,
     cluster: _RecordClusterOpt = "default",
     topic: Annotated[str, typer.Option("--topic", hidden=True)] = "__consumer_offsets",
+    max_retries: _MaxRetriesOpt = 10,
 ) -> None:
     """Tail __consumer_offsets (until stopped) or read a dump; append the events."""
     from kstore.commands.record import record_offsets
@@ -442,6 +450,7 @@ def record_offsets_cmd(
         file=file,
         cluster=cluster,
         topic=topic,
+        max_retries=max_retries,
     )
 
 
@@ -454,7 +463,10 @@ def record_poll_cmd(
     all_groups: _AllGroupsOpt = False,
     interval: Annotated[str, typer.Option("--interval", help="e.g. 5s, 500ms.")] = "5s",
     cluster: _RecordClusterOpt = "default",
-    polls: Annotated[int | None, typer.Option("--polls", help="Stop after N polls.")] = None,
+    polls: Annotated[
+        int | None, typer.Option("--polls", help="Stop after N answered polls.")
+    ] = None,
+    max_retries: _MaxRetriesOpt = 10,
 ) -> None:
     """Poll the groups through the admin API (until stopped); append the differences."""
     from kstore.commands.record import poll_groups
@@ -469,6 +481,7 @@ def record_poll_cmd(
         interval=interval,
         cluster=cluster,
         polls=polls,
+        max_retries=max_retries,
     )
 
 

@@ -72,6 +72,7 @@ def record_offsets(
     file: Path | None,
     cluster: str,
     topic: str,
+    max_retries: int = 10,
 ) -> None:
     from kstore.model.events import parse_event
     from kstore.store.log import Store
@@ -116,12 +117,16 @@ def record_offsets(
             topic=topic,
             groups=selected,
             stop=stop,
+            max_retries=max_retries,
         )
-        stats = tailer.run()
-    print(
-        f"{stats.records} records, {stats.events} events ({stats.stored} new), "
-        f"{stats.bad} bad records skipped, {stats.retries} retries"
-    )
+        try:
+            tailer.run()
+        finally:  # the summary, also when the broker stayed away (then exit 1)
+            stats = tailer.stats
+            print(
+                f"{stats.records} records, {stats.events} events ({stats.stored} new), "
+                f"{stats.bad} bad records skipped, {stats.retries} retries"
+            )
 
 
 def poll_groups(
@@ -135,6 +140,7 @@ def poll_groups(
     interval: str,
     cluster: str,
     polls: int | None,
+    max_retries: int = 10,
 ) -> None:
     from kstore.record.poller import KafkaAdminView, Poller
     from kstore.store.log import Store
@@ -144,13 +150,18 @@ def poll_groups(
     settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         log.info("polling every %g s (%s)", seconds, settings.describe())
-        admin = KafkaAdminView(settings)
+        poller = Poller(
+            Store(store_path),
+            None,
+            cluster=cluster,
+            groups=selected,
+            open_admin=lambda: KafkaAdminView(settings),
+        )
         try:
-            poller = Poller(Store(store_path), admin, cluster=cluster, groups=selected)
-            stored = poller.run(seconds, stop, polls)
-        finally:
-            admin.close()
-    print(f"{stored} events stored")
+            poller.run(seconds, stop, polls, max_retries=max_retries)
+        finally:  # the summary, also when the broker stayed away (then exit 1)
+            poller.close()
+            print(f"{poller.polls} polls, {poller.stored} events stored, {poller.retries} retries")
 
 
 def merge_reports_cmd(

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from kafka.errors import KafkaError
-
-from kstore._errors import KstoreError
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -46,6 +44,7 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState
 from kstore.model.strategies import wire_protocol
+from kstore.record._failures import Retries, Stopped, interruptible
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import (
     Assignment,
@@ -69,8 +68,6 @@ __all__ = [
 
 INFERRED_REASON = "inferred by poller"
 log = logging.getLogger("kstore.record")
-# A poll failing with these is the broker's or the network's doing: retry with backoff.
-_RETRIED = (KafkaError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -293,39 +290,61 @@ class AdminView(Protocol):
 
 
 class Poller:
-    """Polls the admin view and appends each group's differences to the store."""
+    """Polls the admin view and appends each group's differences to the store.
+
+    ``admin`` is the view to ask, or None with ``open_admin`` to open one (again after a
+    failure). The broker is asked on a thread of its own (``_failures.interruptible``) and
+    the store written on the caller's, so a stop request is acted on at once and never
+    in the middle of a write.
+    """
 
     def __init__(
         self,
         store: EventStore,
-        admin: AdminView,
+        admin: AdminView | None,
         *,
         cluster: str = "default",
         groups: Collection[str] | None = None,
+        open_admin: Callable[[], AdminView] | None = None,
     ) -> None:
+        if admin is None and open_admin is None:
+            raise ValueError("give an admin view or a way to open one")
         self.writer = Writer(store)
         self.admin = admin
+        self.open_admin = open_admin
         self.cluster = cluster
         self.groups = None if groups is None else sorted(groups)
         self.stored = 0
+        self.polls = 0
+        self.retries = 0
 
-    def poll_once(self, at: datetime | None = None) -> int:
-        """One poll: the number of new events stored."""
-        at = at or datetime.now(UTC)
-        ids = self.groups if self.groups is not None else sorted(self.admin.group_ids())
-        described = self.admin.describe(ids) if ids else []
-        states = {
-            g.group_id: self.writer.state(StreamId(self.cluster, g.group_id, "recorded"))
-            for g in described
-        }
+    def _view(self) -> AdminView:
+        if self.admin is None:
+            assert self.open_admin is not None
+            self.admin = self.open_admin()
+        return self.admin
+
+    def fetch(self) -> tuple[list[DescribedGroup], dict[str, int]]:
+        """Ask the broker: the groups described, and the partition counts they need."""
+        admin = self._view()
+        ids = self.groups if self.groups is not None else sorted(admin.group_ids())
+        described = admin.describe(ids) if ids else []
         wanted: set[str] = set()
         for group in described:
-            wanted |= relevant_topics(group, states[group.group_id])
-        counts = self.admin.partition_counts(sorted(wanted)) if wanted else {}
+            wanted |= relevant_topics(group, self._state(group.group_id))
+        counts = admin.partition_counts(sorted(wanted)) if wanted else {}
+        return described, counts
+
+    def _state(self, group_id: str) -> GroupState:
+        return self.writer.state(StreamId(self.cluster, group_id, "recorded"))
+
+    def record(
+        self, described: list[DescribedGroup], counts: Mapping[str, int], at: datetime
+    ) -> int:
+        """Append what changed since the stored state: the number of new events."""
         stored = 0
         for group in described:
-            state = states[group.group_id]
-            events = diff(group, state, counts, at, self.cluster)
+            events = diff(group, self._state(group.group_id), counts, at, self.cluster)
             if not events:
                 continue
             stream = events[0].stream
@@ -341,32 +360,50 @@ class Poller:
         self.stored += stored
         return stored
 
-    def run(self, interval: float, stop: threading.Event, polls: int | None = None) -> int:
-        """Poll every ``interval`` seconds until ``stop``; failed polls retry with backoff.
+    def poll_once(self, at: datetime | None = None) -> int:
+        """One poll: the number of new events stored."""
+        described, counts = self.fetch()
+        return self.record(described, counts, at or datetime.now(UTC))
 
-        ``polls``: stop after that many polls, failed ones included; when the last of
-        them failed, raise ``KstoreError`` (the broker stayed away).
+    def close(self) -> None:
+        """Close the view, waiting a second at most (a client may hang on a lost broker)."""
+        admin, self.admin = self.admin, None
+        if admin is not None:
+            with suppress(Exception):
+                interruptible(admin.close, threading.Event(), timeout=1.0)
+
+    def run(
+        self,
+        interval: float,
+        stop: threading.Event,
+        polls: int | None = None,
+        *,
+        max_retries: int = -1,
+        backoff: tuple[float, float] = (0.5, 30.0),
+    ) -> int:
+        """Poll every ``interval`` seconds until ``stop`` (or ``polls`` answered polls).
+
+        A failed poll is retried by the one rule of ``_failures.Retries`` (``max_retries``
+        failures in a row, then ``GaveUp``); a permanent failure raises at once.
         """
-        attempts = failed = 0
-        pause = min(interval, 1.0)
-        while not stop.is_set() and (polls is None or attempts < polls):
-            attempts += 1
+        retries = Retries(max_retries, stop, backoff)
+        while not stop.is_set() and (polls is None or self.polls < polls):
             try:
-                self.poll_once()
-            except _RETRIED as exc:
-                failed += 1
-                if polls is not None and attempts >= polls:
-                    raise KstoreError(
-                        f"poll: no answer from the broker in the last {failed} of {polls} "
-                        f"polls ({type(exc).__name__}: {exc})"
-                    ) from None
-                log.warning("poll failed (%s); retrying in %.1f s", exc, pause)
-                stop.wait(pause)
-                pause = min(pause * 2, 30.0)
+                described, counts = interruptible(self.fetch, stop)
+            except Stopped:
+                break
+            except Exception as exc:
+                if self.open_admin is not None:
+                    self.close()
+                try:
+                    retries.failed(exc, "poll")
+                finally:
+                    self.retries = retries.total
                 continue
-            failed = 0
-            pause = min(interval, 1.0)
-            if polls is None or attempts < polls:
+            retries.succeeded()
+            self.record(described, counts, datetime.now(UTC))
+            self.polls += 1
+            if polls is None or self.polls < polls:
                 stop.wait(interval)
         return self.stored
 
@@ -382,7 +419,9 @@ class KafkaAdminView:
                 return {group.group_id: group for group in response.groups}
 
         self._settings = settings
-        self._client = _RawDescribe(**settings.kafka_python(client_id="kstore-poller"))
+        self._client = _RawDescribe(
+            **settings.kafka_python(client_id="kstore-poller", bootstrap_timeout_ms=5000)
+        )
 
     def group_ids(self) -> list[str]:
         return sorted({g["group_id"] for g in self._client.list_groups()})

@@ -19,11 +19,24 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection
+from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, Protocol
 
 from kstore._errors import KstoreError, UsageError
 from kstore.model.events import Event, parse_event
+from kstore.record._failures import (
+    AUTHORIZATION,
+    CONFIGURATION,
+    MISSING_TOPIC,
+    UNAVAILABLE,
+    ClientError,
+    Retries,
+    Stopped,
+    classify,
+    interruptible,
+)
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import OffsetsDecodeError
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
@@ -47,8 +60,17 @@ log = logging.getLogger("kstore.record")
 StartAt = Literal["beginning", "now"]
 
 
-class SourceError(KstoreError):
+class SourceError(ClientError):
     """The broker could not be read; the tailer retries."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(UNAVAILABLE, detail)
+
+
+def _close(source: RecordSource) -> None:
+    """Close a source, waiting a second at most (a client may hang on a lost broker)."""
+    with suppress(Exception):
+        interruptible(source.close, threading.Event(), timeout=1.0)
 
 
 class RecordSource(Protocol):
@@ -112,8 +134,11 @@ class OffsetsTailer:
         groups: Collection[str] | None = None,
         stop: threading.Event | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
+        max_retries: int = -1,
     ) -> None:
         self.open_source = open_source
+        self.topic = topic
+        self.max_retries = max_retries
         self.stop = stop or threading.Event()
         self.backoff = backoff
         self.stats = TailStats()
@@ -132,32 +157,41 @@ class OffsetsTailer:
         self.builder = OffsetsEventBuilder(cluster, groups, self.position.builder)
 
     def run(self, *, until_idle: bool = False) -> TailStats:
-        """Tail until ``stop`` is set (or, with ``until_idle``, a poll finds nothing)."""
-        pause = self.backoff[0]
+        """Tail until ``stop`` is set (or, with ``until_idle``, a poll finds nothing).
+
+        A lost broker is retried (``_failures.Retries``: ``max_retries`` in a row, then
+        ``GaveUp``, with ``stats`` still telling what was stored); a permanent failure
+        (configuration, authentication, authorization, missing topic) raises at once.
+        """
+        retries = Retries(self.max_retries, self.stop, self.backoff)
         source: RecordSource | None = None
         try:
             while not self.stop.is_set():
                 try:
                     if source is None:
-                        source = self.open_source(dict(self.position.positions))
+                        source = interruptible(
+                            partial(self.open_source, dict(self.position.positions)), self.stop
+                        )
                     records = source.poll(0.5)
-                except SourceError as exc:
-                    self.stats.retries += 1
-                    log.warning("broker unavailable (%s); retrying in %.1f s", exc, pause)
+                except Stopped:
+                    break
+                except Exception as exc:
                     if source is not None:
-                        source.close()
+                        _close(source)
                         source = None
-                    self.stop.wait(pause)
-                    pause = min(pause * 2, self.backoff[1])
+                    try:
+                        retries.failed(exc, f"tailing {self.topic}")
+                    finally:
+                        self.stats.retries = retries.total
                     continue
-                pause = self.backoff[0]
+                retries.succeeded()
                 if records:
                     self._record(records)
                 elif until_idle:
                     break
         finally:
             if source is not None:
-                source.close()
+                _close(source)
         return self.stats
 
     def _record(self, records: list[RawRecord]) -> None:
@@ -196,7 +230,10 @@ class OffsetsTailer:
 class KafkaTopicSource:
     """Reads a topic's partitions with confluent-kafka, assigned by hand (no group).
 
-    Partitions with no position start at the beginning or at the end (``start``).
+    Before reading it checks that the topic exists and that this principal may describe
+    and read it, and says what is missing (``ClientError``: missing topic, or
+    authorization naming the ACL). Partitions with no position start at the beginning
+    or at the end (``start``).
     """
 
     def __init__(
@@ -205,60 +242,85 @@ class KafkaTopicSource:
         topic: str,
         positions: dict[int, int],
         start: StartAt = "beginning",
-        timeout: float = 10.0,
+        timeout: float = 5.0,
     ) -> None:
-        from confluent_kafka import (
-            OFFSET_BEGINNING,
-            OFFSET_END,
-            Consumer,
-            KafkaException,
-            TopicPartition,
-        )
+        from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
 
-        self._kafka_exception = KafkaException
-        config = settings.confluent(
+        # librdkafka logs every failed connection attempt (hundreds a second with a
+        # broker down): critical ones only, unless -X log_level says otherwise; the
+        # recorder says what failed itself, one line per retry.
+        config = {"log_level": 2} | settings.confluent(
             **{
                 "group.id": "kstore-recorder",
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
+                "allow.auto.create.topics": False,
                 "logger": logging.getLogger("kstore.record.librdkafka"),
             }
         )
         try:
             self._consumer = Consumer(config)
-            metadata = self._consumer.list_topics(topic, timeout=timeout)
-        except KafkaException as exc:
-            raise SourceError(settings.redact(str(exc))) from None
-        found = metadata.topics.get(topic)
-        if found is None or found.error is not None or not found.partitions:
+        except (ValueError, TypeError) as exc:  # confluent-kafka's own check of the config
+            raise ClientError(CONFIGURATION, str(exc)) from None
+        try:
+            partitions = self._readable_partitions(settings, topic, timeout)
+        except BaseException:
             self._consumer.close()
-            raise SourceError(f"topic {topic}: not available ({found and found.error})")
+            raise
         default = OFFSET_BEGINNING if start == "beginning" else OFFSET_END
         self._consumer.assign(
             [
                 TopicPartition(topic, partition, positions.get(partition, default))
-                for partition in sorted(found.partitions)
+                for partition in partitions
             ]
         )
-        self._settings = settings
+
+    def _readable_partitions(
+        self, settings: KafkaSettings, topic: str, timeout: float
+    ) -> list[int]:
+        from confluent_kafka import KafkaError, TopicCollection
+        from confluent_kafka.admin import AdminClient
+
+        metadata = self._consumer.list_topics(topic, timeout=timeout)
+        found = metadata.topics.get(topic)
+        error = found.error if found is not None else None
+        if found is None or (
+            error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        ):
+            raise ClientError(MISSING_TOPIC, f"topic {topic} does not exist on this cluster")
+        if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise ClientError(AUTHORIZATION, f"no Describe on topic {topic}")
+        if error is not None:
+            raise self._kafka_exception(error)
+        if not found.partitions:
+            raise ClientError(MISSING_TOPIC, f"topic {topic} has no partitions")
+        # Read is not checked by a metadata request: ask for the authorized operations.
+        admin = AdminClient(settings.confluent())
+        described = admin.describe_topics(
+            TopicCollection([topic]), include_authorized_operations=True
+        )[topic].result(timeout)
+        allowed = described.authorized_operations
+        if allowed is not None and not {"READ", "ALL"} & {op.name for op in allowed}:
+            raise ClientError(AUTHORIZATION, f"no Read on topic {topic}")
+        return sorted(found.partitions)
 
     def poll(self, timeout: float) -> list[RawRecord]:
         from confluent_kafka import KafkaError
 
-        try:
-            messages = self._consumer.consume(num_messages=500, timeout=timeout)
-        except self._kafka_exception as exc:
-            raise SourceError(self._settings.redact(str(exc))) from None
+        messages = self._consumer.consume(num_messages=500, timeout=timeout)
         records = []
         for message in messages:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                if error.retriable() or not error.fatal():
-                    log.warning("kafka: %s", self._settings.redact(error.str()))
-                    continue
-                raise SourceError(self._settings.redact(error.str()))
+                if error.code() == KafkaError._ALL_BROKERS_DOWN:
+                    raise SourceError(error.str())
+                failure = classify(self._kafka_exception(error))
+                if failure is not None and (failure.permanent or error.fatal()):
+                    raise ClientError(failure.kind, failure.detail)
+                log.warning("kafka: %s", error.str())
+                continue
             offset, partition = message.offset(), message.partition()
             if offset is None or partition is None:
                 continue
@@ -273,6 +335,12 @@ class KafkaTopicSource:
                 )
             )
         return records
+
+    @staticmethod
+    def _kafka_exception(error: Any) -> BaseException:
+        from confluent_kafka import KafkaException
+
+        return KafkaException(error)
 
     def close(self) -> None:
         self._consumer.close()

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from kafka.errors import KafkaConnectionError
 
-from kstore._errors import KstoreError
 from kstore.model import Event, GroupState, fold
+from kstore.record._failures import GaveUp
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import (
     INFERRED_REASON,
@@ -201,12 +201,13 @@ class DownAdmin(FakeAdmin):
         return super().describe(group_ids)
 
 
-def test_a_broker_that_stays_down_ends_a_bounded_run_with_an_error(store: Store) -> None:
+def test_a_broker_that_stays_down_is_given_up_after_max_retries(store: Store) -> None:
     one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
     poller = Poller(store, DownAdmin([[one]], {"t": 2}), cluster="prod", groups=["g"])
-    with pytest.raises(KstoreError, match=r"no answer from the broker in the last 3 of 4 polls"):
-        poller.run(0.001, threading.Event(), polls=4)
+    with pytest.raises(GaveUp, match=r"poll: gave up after 3 retries \(--max-retries 3\)"):
+        poller.run(0.001, threading.Event(), polls=4, max_retries=3, backoff=(0.001, 0.01))
     assert poller.stored == 4  # the first poll's events are stored all the same
+    assert (poller.polls, poller.retries) == (1, 3)
 
 
 def test_a_failed_poll_is_retried_and_counted(store: Store) -> None:
@@ -222,5 +223,6 @@ def test_a_failed_poll_is_retried_and_counted(store: Store) -> None:
             return super().describe(group_ids)
 
     admin = Flaky([[one], [one]], {"t": 2})
-    assert Poller(store, admin, groups=["g"]).run(0.001, threading.Event(), polls=3) == 4
-    assert admin.calls == 3
+    poller = Poller(store, admin, groups=["g"])
+    assert poller.run(0.001, threading.Event(), polls=2, backoff=(0.001, 0.01)) == 4
+    assert (admin.calls, poller.polls, poller.retries) == (3, 2, 1)

@@ -1,0 +1,139 @@
+"""Every recorder's failures, live: real processes, the Tansu broker, a port nobody is on.
+
+Permanent failures (a missing topic, a bad setting) are one line and exit 2 at once; a
+broker that is down is retried one line per retry and given up after --max-retries
+(summary, exit 1, no traceback); SIGTERM and SIGINT end a recorder within 2 s, with its
+summary, whether it is idle, reading or stuck in a client call to a broker that is down.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kstore.store.log import Store
+from tests.broker import Broker, free_port
+from tests.record.test_offsets_events import CLASSIC
+
+pytestmark = [pytest.mark.broker, pytest.mark.xdist_group("broker")]
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def kstore(store: Store, *args: str) -> list[str]:
+    return [sys.executable, "-m", "kstore.cli", "--store", str(store.path), "record", *args]
+
+
+def run(command: list[str], timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=ENV)
+    return done, time.monotonic() - started
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("kstore: error:")]
+
+
+def test_a_missing_topic_is_one_line_exit_2_at_once(broker: Broker, store: Store) -> None:
+    # Tansu has no __consumer_offsets (and does not create it when asked, auto-create off).
+    done, took = run(
+        kstore(store, "offsets", "--bootstrap-server", broker.bootstrap, "--all-groups")
+    )
+    assert done.returncode == 2, done.stderr
+    assert error_lines(done.stderr) == [
+        "kstore: error: missing topic: topic __consumer_offsets does not exist on this "
+        "cluster (the broker does not have it)"
+    ]
+    assert "retry 1" not in done.stderr and "Traceback" not in done.stderr
+    assert took < 10
+
+
+@pytest.mark.parametrize("recorder", [["offsets", "--all-groups"], ["poll", "--all-groups"]])
+def test_a_bad_setting_is_one_line_exit_2_at_once(
+    broker: Broker, store: Store, recorder: list[str]
+) -> None:
+    command = kstore(store, *recorder, "--bootstrap-server", broker.bootstrap)
+    done, took = run([*command, "-X", "no.such.setting=1"])
+    assert done.returncode == 2, done.stderr
+    (line,) = error_lines(done.stderr)
+    assert line.startswith("kstore: error: configuration:") and "no.such.setting" in line
+    assert "retry 1" not in done.stderr and "Traceback" not in done.stderr
+    assert took < 10
+
+
+@pytest.mark.parametrize("recorder", [["poll", "--all-groups"], ["offsets", "--all-groups"]])
+def test_a_broker_down_is_retried_then_given_up_with_the_summary(
+    store: Store, recorder: list[str]
+) -> None:
+    command = kstore(store, *recorder, "--bootstrap-server", f"127.0.0.1:{free_port()}")
+    done, _ = run([*command, "--max-retries", "1"], timeout=90)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    retries = [line for line in done.stderr.splitlines() if "retry 1 of 1" in line]
+    assert len(retries) == 1 and "broker unavailable" in retries[0]
+    (line,) = error_lines(done.stderr)
+    assert "gave up after 1 retries (--max-retries 1): broker unavailable" in line
+    assert "1 retries" in done.stdout.splitlines()[-1]  # the summary
+
+
+def stop_within(
+    command: list[str], ready: str, sig: signal.Signals, settle: float = 0.0
+) -> tuple[float, str, str, int]:
+    """Start ``command``, wait for ``ready`` on its stderr, send ``sig``: seconds to exit."""
+    process = subprocess.Popen(
+        command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    seen = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        seen.append(line)
+        if ready in line or not line:
+            break
+    time.sleep(settle)
+    sent = time.monotonic()
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=30)
+    return time.monotonic() - sent, out, "".join(seen) + err, process.returncode
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_reading_tailer_within_2_s(
+    broker: Broker, store: Store, sig: signal.Signals
+) -> None:
+    from confluent_kafka import Producer
+
+    topic = f"offsets-copy-{sig.name.lower()}"
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for raw in CLASSIC:
+        producer.produce(topic, key=raw.key, value=raw.value, partition=0)
+    assert producer.flush(10) == 0
+    command = kstore(store, "offsets", "--bootstrap-server", broker.bootstrap, "--all-groups")
+    took, out, err, code = stop_within([*command, "--topic", topic], "batch of", sig, settle=0.5)
+    assert code == 0, err
+    assert took < 2, f"{sig.name} took {took:.2f} s"
+    assert out.startswith(f"{len(CLASSIC)} records")
+    assert f"{sig.name}: finishing the batch in flight" in err
+
+
+def test_sigterm_stops_a_poller_within_2_s_idle_or_stuck_on_a_down_broker(
+    broker: Broker, store: Store
+) -> None:
+    idle = kstore(store, "poll", "--all-groups", "--interval", "30s")
+    took, out, err, code = stop_within(
+        [*idle, "--bootstrap-server", broker.bootstrap], "polling every", signal.SIGTERM, 1.0
+    )
+    assert code == 0 and took < 2, (took, err)
+    assert out.strip().endswith("events stored, 0 retries")
+    # Broker down: the poller is inside kafka-python's bootstrap (5 s a try).
+    down = kstore(store, "poll", "--all-groups", "--bootstrap-server", f"127.0.0.1:{free_port()}")
+    took, out, err, code = stop_within(down, "polling every", signal.SIGTERM, 1.0)
+    assert code == 0 and took < 2, (took, err)
+    assert out.startswith("0 polls, 0 events stored")
