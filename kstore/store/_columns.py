@@ -75,26 +75,59 @@ class Column:
     def to_list(self) -> list[Any]:
         out: list[Any] = []
         for chunk in self._chunks:
-            if isinstance(chunk, _Run):
-                out.extend([chunk.value] * chunk.count)
-            elif isinstance(chunk, _Coded):
-                out.extend(None if c < 0 else chunk.names[c] for c in chunk.codes.tolist())
-            else:
-                out.extend(chunk.tolist() if isinstance(chunk, np.ndarray) else chunk)
+            out.extend(_values(chunk))
         return out
 
     def __getitem__(self, index: int) -> Any:
         return self.to_list()[index]
 
     def to_arrow(self, kind: pa.DataType | None = None) -> pa.Array:
-        """The column as one Arrow array (of type ``kind``; inferred when None)."""
+        """The column as one Arrow array (of type ``kind``; inferred when None).
+
+        Small chunks (a small group's rows, event after event) are gathered into one
+        Python list and converted in one call; a big run or coded array is expanded by
+        Arrow itself. So the number of conversions stays small either way."""
         if kind is None:
             return pa.array(self.to_list())
-        parts = [_arrow(chunk, kind) for chunk in self._chunks]
-        return pa.concat_arrays(parts) if parts else pa.array([], type=kind)
+        parts: list[pa.Array] = []
+        gathered: list[Any] = []
+        for chunk in self._chunks:
+            if isinstance(chunk, list):
+                gathered.extend(chunk)
+            elif _size(chunk) < _SMALL:
+                gathered.extend(_values(chunk))
+            else:
+                if gathered:
+                    parts.append(pa.array(gathered, type=kind))
+                    gathered = []
+                parts.append(_arrow(chunk, kind))
+        if gathered or not parts:
+            parts.append(pa.array(gathered, type=kind))
+        return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
 
     def __arrow_array__(self, type: pa.DataType | None = None) -> pa.Array:
         return self.to_arrow(type)
+
+
+_SMALL = 512
+"""Chunks of fewer values are converted together, as one Python list."""
+
+
+def _size(chunk: _Chunk) -> int:
+    if isinstance(chunk, _Run):
+        return chunk.count
+    if isinstance(chunk, _Coded):
+        return len(chunk.codes)
+    return len(chunk)
+
+
+def _values(chunk: _Chunk) -> list[Any]:
+    if isinstance(chunk, _Run):
+        return [chunk.value] * chunk.count
+    if isinstance(chunk, _Coded):
+        names = chunk.names
+        return [None if c < 0 else names[c] for c in chunk.codes.tolist()]
+    return chunk.tolist() if isinstance(chunk, np.ndarray) else chunk
 
 
 def _arrow(chunk: _Chunk, kind: pa.DataType) -> pa.Array:

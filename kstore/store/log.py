@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -80,6 +80,19 @@ _STREAM_COLUMNS = ("cluster", "group_id", "timeline")
 _EVENT_COLUMNS = catalogue.columns("kstore_events")
 _HEAD_COLUMNS = catalogue.columns("kstore_streams")
 _ARROW_TYPES = catalogue.ARROW_TYPES
+
+
+class _Known(NamedTuple):
+    """What the log holds of a stream before a batch."""
+
+    version: int
+    snapshot: int
+    """The version of its latest snapshot (0: none)."""
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+_NEW = _Known(0, 0, None, None)
 
 
 class SchemaError(KstoreError):
@@ -368,13 +381,13 @@ class Store:
             expected = {streams[0]: expected}
         versions = self._versions(conn, streams)
         for stream, want in (expected or {}).items():
-            have = versions.get(stream, (0, 0))[0]
+            have = versions.get(stream, _NEW).version
             if stream in streams and have != want:
                 raise ConcurrencyError(
                     f"stream {stream} is at version {have}, not {want} as expected; nothing stored"
                 )
         position = conn.rows("SELECT coalesce(max(last_position), 0) FROM kstore_streams")[0][0]
-        heads = {s: self._head(conn, s, versions.get(s, (0, 0))[0]).copy() for s in streams}
+        heads = {s: self._head(conn, s, versions.get(s, _NEW).version).copy() for s in streams}
         projector = Projector()
         rows: dict[str, list[Any]] = {name: [] for name in _EVENT_COLUMNS}
         span: dict[StreamId, tuple[datetime, datetime, int]] = {}
@@ -404,20 +417,18 @@ class Store:
         self._store_heads(conn, heads, span, versions)
         return heads
 
-    def _versions(
-        self, conn: _Conn, streams: Sequence[StreamId]
-    ) -> dict[StreamId, tuple[int, int]]:
-        """Stream -> (version, version of its latest snapshot), for streams that exist."""
+    def _versions(self, conn: _Conn, streams: Sequence[StreamId]) -> dict[StreamId, _Known]:
+        """What the log holds of the streams that exist (one query for the batch)."""
         keys = pa.table({name: [s[i] for s in streams] for i, name in enumerate(_STREAM_COLUMNS)})
         with conn.registered("_kstore_keys", keys):
             found = conn.rows(
                 "SELECT s.cluster, s.group_id, s.timeline, s.version, "
                 "(SELECT coalesce(max(n.version), 0) FROM kstore_snapshots n "
                 " WHERE n.cluster = s.cluster AND n.group_id = s.group_id "
-                " AND n.timeline = s.timeline) "
+                " AND n.timeline = s.timeline), s.first_at, s.last_at "
                 "FROM kstore_streams s JOIN _kstore_keys USING (cluster, group_id, timeline)"
             )
-        return {StreamId(c, g, t): (v, snap) for c, g, t, v, snap in found}
+        return {StreamId(c, g, t): _Known(*known) for c, g, t, *known in found}
 
     def _head(self, conn: _Conn, stream: StreamId, version: int) -> StreamHead:
         """The stream's head at ``version``: cached, or a snapshot and the log after it."""
@@ -467,17 +478,16 @@ class Store:
         conn: _Conn,
         heads: Mapping[StreamId, StreamHead],
         span: Mapping[StreamId, tuple[datetime, datetime, int]],
-        versions: Mapping[StreamId, tuple[int, int]],
+        versions: Mapping[StreamId, _Known],
     ) -> None:
         rows: dict[str, list[Any]] = {name: [] for name in _HEAD_COLUMNS}
         snapshots: dict[str, list[Any]] = {name: [] for name in (*_STREAM_COLUMNS, "version")}
         snapshots["state"] = []
         for stream, head in heads.items():
             first, last, position = span[stream]
-            where, params = _stream_where(stream)
-            old = conn.rows(f"SELECT first_at, last_at FROM kstore_streams WHERE {where}", params)
-            if old:
-                first, last = min(first, old[0][0]), max(last, old[0][1])
+            known = versions.get(stream)
+            if known is not None and known.first_at is not None and known.last_at is not None:
+                first, last = min(first, known.first_at), max(last, known.last_at)
             state = head.state
             for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
                 rows[name].append(value)
@@ -486,7 +496,7 @@ class Store:
             rows["last_at"].append(last)
             rows["generation"].append(state.generation)
             rows["last_position"].append(position)
-            if state.version - versions.get(stream, (0, 0))[1] >= SNAPSHOT_EVERY:
+            if state.version - versions.get(stream, _NEW).snapshot >= SNAPSHOT_EVERY:
                 for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
                     snapshots[name].append(value)
                 snapshots["version"].append(state.version)

@@ -1,0 +1,183 @@
+"""The write path, each figure beside its limit (issue 13's speed goals).
+
+- replay: ``REPLAYED`` rebalances of a 10,000-partition group (10 topics, 500 members,
+  a member leaving or joining before each) replayed with ``sticky``; the wall time of
+  ``replay`` against twice the assignor's own time for the same decisions (limit <= 2x).
+- append: ``kstore append`` as a user runs it (a process of its own, start-up
+  included), one file per chunk of ``CHUNK_GROUPS`` small generated groups
+  (``_fleet.group_events``, ``REBALANCES`` rebalances each, ~14,000 events a chunk), into
+  one store growing to ``GROUPS`` streams; events per second of the whole run (limit >=
+  10,000) and of the last chunks against the first (limit: no slower than 1.2x).
+- big appends: ``BIG`` ``AssignmentCompleted`` of a 10,000-partition group appended in
+  batches of ``BIG_BATCH``, against a bare DuckDB load of the very rows kstore stored
+  (every table, from Arrow, into a fresh file; connect and commit included): kstore's
+  rows per second over the bare rate (limit >= 0.5).
+- rebuild: ``kstore rebuild`` (a process) of the appended store, in events per second,
+  against the appends' own rate (limit: at least as fast).
+
+``--quick``: a few chunks and fewer rebalances, seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from benchmarks._fleet import group_events
+from benchmarks.analytics import _stream
+from kstore.analytics.replay import replay
+from kstore.model import AssignmentCompleted, Event
+from kstore.store.catalogue import TABLES
+from kstore.store.log import Store
+
+__all__ = ["main"]
+
+PARTITIONS = 10_000
+MEMBERS = 500
+CHUNK_GROUPS = 150
+REBALANCES = 30
+LAST_CHUNKS = 3
+BIG_BATCH = 10
+
+
+def _kstore(store: Path, *args: str) -> float:
+    """Seconds of one ``kstore`` command in a process of its own."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "kstore", "--store", str(store), *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=os.environ,
+    )
+    return time.perf_counter() - started
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "FAIL"
+
+
+def _replay(tmp: Path, rebalances: int) -> None:
+    store = Store(tmp / "replay.duckdb")
+    store.init()
+    store.append(_stream(rebalances, PARTITIONS, MEMBERS))
+    done = replay(store, group="big", strategy="sticky")
+    ratio = done.seconds / done.assignor_seconds
+    print(
+        f"replay ({done.rebalances} rebalances x {PARTITIONS:,} partitions, sticky): "
+        f"{done.seconds:.2f} s wall | assignor {done.assignor_seconds:.2f} s | "
+        f"ratio {ratio:.2f}x (limit <= 2x: {_verdict(ratio <= 2)})"
+    )
+
+
+def _chunks(tmp: Path, groups: int) -> list[tuple[Path, int]]:
+    files = []
+    for first in range(0, groups, CHUNK_GROUPS):
+        path = tmp / f"chunk-{first // CHUNK_GROUPS:03d}.jsonl"
+        count = 0
+        with path.open("w") as out:
+            for index in range(first, first + CHUNK_GROUPS):
+                cluster = "eu" if index % 2 else "us"
+                for event in group_events(f"g{index:05d}", REBALANCES, 7, cluster):
+                    out.write(event.to_json() + "\n")
+                    count += 1
+        files.append((path, count))
+    return files
+
+
+def _append(tmp: Path, groups: int) -> float:
+    """The appends' rate (events/s), for the rebuild to be compared with."""
+    store = tmp / "append.duckdb"
+    Store(store).init()
+    chunks = _chunks(tmp, groups)
+    rates = [count / _kstore(store, "append", str(path)) for path, count in chunks]
+    events = sum(count for _, count in chunks)
+    rate = events / sum(count / r for (_, count), r in zip(chunks, rates, strict=True))
+    last = rates[-LAST_CHUNKS:]
+    slower = rates[0] / (sum(last) / len(last))
+    startup = _kstore(store, "--help")
+    print(
+        f"kstore append ({len(chunks)} chunks of {CHUNK_GROUPS} streams x {REBALANCES} "
+        f"rebalances, {events / len(chunks):,.0f} events a chunk, to {groups:,} streams): "
+        f"{rate:,.0f} events/s | limit >= 10,000 ({_verdict(rate >= 10_000)}) | first chunk "
+        f"{rates[0]:,.0f}/s, last {len(last)} {sum(last) / len(last):,.0f}/s: "
+        f"{slower:.2f}x slower (limit <= 1.2x: {_verdict(slower <= 1.2)}) | "
+        f"kstore --help {startup:.2f} s"
+    )
+    seconds = _kstore(store, "rebuild")
+    rebuilt = events / seconds
+    print(
+        f"kstore rebuild of those {groups:,} streams ({events:,} events): {seconds:.2f} s, "
+        f"{rebuilt:,.0f} events/s | limit >= the appends' {rate:,.0f}/s "
+        f"({_verdict(rebuilt >= rate)})"
+    )
+    return rate
+
+
+def _big_events(count: int) -> list[Event]:
+    start = datetime(2026, 11, 21, tzinfo=UTC)
+    events = []
+    for generation in range(1, count + 1):
+        owners: dict[str, list[tuple[str, int]]] = {f"consumer-{m}": [] for m in range(100)}
+        for p in range(PARTITIONS):
+            shift = generation if p % 10 == 0 else 0  # a tenth move each generation
+            owners[f"consumer-{(p + shift) % 100}"].append(("orders", p))
+        data = AssignmentCompleted(generation=generation, strategy="range", assignment=owners)
+        events.append(Event(group="big", at=start + timedelta(seconds=generation), data=data))
+    return events
+
+
+def _bare_seconds(source: Path, target: Path) -> tuple[float, int]:
+    """A bare load of every row of ``source``'s tables (as Arrow) into a new file."""
+    names = list(TABLES)
+    with duckdb.connect(str(source), read_only=True) as connection:
+        tables = {name: connection.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
+        ddl = {
+            name: connection.sql(
+                f"SELECT sql FROM duckdb_tables() WHERE table_name = '{name}'"
+            ).fetchall()[0][0]
+            for name in names
+        }
+    started = time.perf_counter()
+    with duckdb.connect(str(target)) as connection:
+        for name in names:
+            connection.execute(ddl[name])
+        connection.begin()
+        for name, table in tables.items():
+            connection.register("bare", table)
+            connection.execute(f"INSERT INTO {name} SELECT * FROM bare")
+            connection.unregister("bare")
+        connection.commit()
+    return time.perf_counter() - started, sum(t.num_rows for t in tables.values())
+
+
+def _big(tmp: Path, count: int) -> None:
+    events = _big_events(count)
+    store = Store(tmp / "big.duckdb")
+    store.init()
+    started = time.perf_counter()
+    for lo in range(0, len(events), BIG_BATCH):
+        store.append(events[lo : lo + BIG_BATCH])
+    seconds = time.perf_counter() - started
+    bare, rows = _bare_seconds(store.path, tmp / "bare.duckdb")
+    ratio = bare / seconds
+    print(
+        f"append {count} AssignmentCompleted of {PARTITIONS:,} partitions in batches of "
+        f"{BIG_BATCH} ({rows:,} rows in all tables): kstore {rows / seconds:,.0f} rows/s | "
+        f"bare DuckDB load {rows / bare:,.0f} rows/s | ratio {ratio:.2f} "
+        f"(limit >= 0.5: {_verdict(ratio >= 0.5)})"
+    )
+
+
+def main(quick: bool) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        _replay(tmp, 10 if quick else 60)
+        _append(tmp, CHUNK_GROUPS * 3 if quick else 3_000)
+        _big(tmp, 10 if quick else 100)
