@@ -1,4 +1,7 @@
-"""``kstore init``, ``append``, ``events``, ``state``, ``streams``, ``rebuild``."""
+"""``kstore init``, ``append``, ``events``, ``state``, ``streams``, ``rebuild``.
+
+What only some commands need (scopes, tables) is imported by them: ``kstore append``
+starts without pandas or rich."""
 
 from __future__ import annotations
 
@@ -9,8 +12,6 @@ from pathlib import Path
 
 from kstore._errors import UsageError
 from kstore._files import read_text
-from kstore.analytics.scope import resolve
-from kstore.commands._output import check_format, print_rows
 from kstore.model.events import parse_event_lines
 from kstore.store.log import Store
 from kstore.store.writer import Writer
@@ -65,6 +66,9 @@ def print_events(
     output: str,
 ) -> None:
     """``jsonl`` and ``json`` give each event in the form of events.md."""
+    from kstore.analytics.scope import resolve
+    from kstore.commands._output import check_format, print_rows
+
     check_format(output)
     store = Store(path)
     scope = resolve(store, cluster=cluster, group=group, timeline=timeline)
@@ -109,6 +113,9 @@ def print_state(
     output: str,
 ) -> None:
     """``json`` is the fold's whole state; the other formats one row per member."""
+    from kstore.analytics.scope import resolve
+    from kstore.commands._output import check_format, print_rows
+
     check_format(output)
     store = Store(path)
     stream = resolve(store, cluster=cluster, group=group, timeline=timeline).stream()
@@ -141,6 +148,8 @@ def print_state(
 
 
 def print_streams(path: Path, output: str = "table") -> None:
+    from kstore.commands._output import check_format, print_rows
+
     check_format(output)
     rows = [
         (*info.stream, info.events, info.first_at, info.last_at, info.generation)

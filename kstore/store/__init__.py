@@ -10,8 +10,9 @@ come without DuckDB.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kstore._lazy import lazy
 
 if TYPE_CHECKING:
     from kstore.store.interface import (
@@ -56,8 +57,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kstore.store' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"kstore.store.{module}"), name)
+__getattr__ = lazy(__name__, {name: f"kstore.store.{module}" for name, module in _MODULES.items()})

@@ -1,11 +1,11 @@
 """The store: an append-only log of events in a DuckDB file, and what is derived from it.
 
-Every access is a short window: take the side lock (``_lock``), open the file through
-SQLAlchemy (``NullPool``, so closing really closes), check the schema revision, work,
-close, let go. Writes run in one DuckDB transaction per append, so a batch, its
-projection rows, its stream heads and snapshots, and a recorder's checkpoint, are stored
-together or not at all, even when the process is killed halfway. Bulk rows go in as
-Arrow tables.
+Every access is a short window: take the side lock (``_lock``), open the file (DuckDB
+directly; through SQLAlchemy with ``NullPool`` for alembic's migrations), check the
+schema revision, work, close, let go. Writes run in one DuckDB transaction per append,
+so a batch, its projection rows, its stream heads and snapshots, and a recorder's
+checkpoint, are stored together or not at all, even when the process is killed
+halfway. Bulk rows go in as Arrow tables.
 """
 
 from __future__ import annotations
@@ -14,17 +14,15 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import duckdb
 import pyarrow as pa
-import sqlalchemy as sa
 from pydantic_core import from_json
-from sqlalchemy.pool import NullPool
 
 from kstore._errors import KstoreError, UsageError
 from kstore._gc import cyclic_gc_paused
@@ -71,6 +69,10 @@ __all__ = [
 SNAPSHOT_EVERY = 100
 """A stream gets a snapshot once it has moved this many versions past its last one."""
 
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+_T = TypeVar("_T")
 _READ_PAGE = 5000
 MIGRATIONS = "kstore.store:migrations"
 """Alembic's ``script_location``: the migrations ship in the package (importlib.resources)."""
@@ -146,11 +148,17 @@ def _stored(row: Sequence[Any]) -> StoredEvent:
 
 
 class _Conn:
-    """The DuckDB connection under a SQLAlchemy connection: bulk SQL and Arrow."""
+    """A DuckDB connection in a window: bulk SQL and Arrow (``sa``: the SQLAlchemy
+    connection over it, in the windows that run migrations)."""
 
-    def __init__(self, connection: sa.Connection) -> None:
-        self.sa = connection
-        self._db: Any = connection.connection.driver_connection
+    def __init__(self, db: Any, connection: sa.Connection | None = None) -> None:
+        self._db = db
+        self._sa = connection
+
+    @property
+    def sa(self) -> sa.Connection:
+        assert self._sa is not None, "a window for migrations has the SQLAlchemy connection"
+        return self._sa
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self._db.execute(sql, list(params)).fetchall()
@@ -176,6 +184,11 @@ class _Conn:
             self.run(f"{verb} INTO {table} ({names}) SELECT {names} FROM _kstore_batch")
 
 
+def _database_error(exc: BaseException) -> bool:
+    """DuckDB's error, raised directly or wrapped by SQLAlchemy (migrations)."""
+    return isinstance(exc, duckdb.Error) or isinstance(getattr(exc, "orig", None), duckdb.Error)
+
+
 def _stream_where(stream: StreamId) -> tuple[str, list[Any]]:
     return "cluster = ? AND group_id = ? AND timeline = ?", list(stream)
 
@@ -193,50 +206,78 @@ class Store:
     # --- windows ------------------------------------------------------------------------
 
     @contextmanager
-    def _window(self, *, write: bool, check: bool = True) -> Iterator[_Conn]:
+    def _window(
+        self, *, write: bool, check: bool = True, migrations: bool = False
+    ) -> Iterator[_Conn]:
         if check and not self.path.exists():
             raise SchemaError(
                 f"{self.path}: no store here; create it with `kstore --store {self.path} init`"
             )
         with store_lock(self.path, exclusive=write):
-            # No rollback on giving the connection back: the transaction has ended, and
-            # on a damaged file a failing one would log a traceback.
-            engine = sa.create_engine(
-                self._url,
-                poolclass=NullPool,
-                pool_reset_on_return=None,
-                connect_args={"read_only": not write},
-            )
             try:
-                with self._connect(engine) as connection:
-                    conn = _Conn(connection)
+                with self._opened(write, migrations) as conn:
                     if check:
                         self._check_schema(conn)
-                    if write:
-                        with connection.begin():
+                    if not write:
+                        yield conn
+                    elif conn._sa is not None:
+                        with conn._sa.begin():
                             yield conn
                     else:
+                        # No rollback on failure: closing the connection ends the
+                        # transaction, and on a damaged file a failing rollback would
+                        # only hide the error.
+                        conn.run("BEGIN TRANSACTION")
                         yield conn
-            except (duckdb.Error, sa.exc.DBAPIError) as exc:
-                damaged = corruption(self.path, exc)
+                        conn.run("COMMIT")
+            except Exception as exc:
+                damaged = corruption(self.path, exc) if _database_error(exc) else None
                 if damaged is not None:
                     raise damaged from None
                 raise
-            finally:
-                engine.dispose()
 
-    def _connect(self, engine: sa.Engine) -> sa.Connection:
+    @contextmanager
+    def _opened(self, write: bool, migrations: bool) -> Iterator[_Conn]:
+        """The file opened (and closed after the block, so that others may open it):
+        DuckDB directly, or through SQLAlchemy for alembic (``NullPool``, so closing
+        really closes). SQLAlchemy is imported only then: it is a fifth of the start-up
+        of a command."""
+        if not migrations:
+            path, read_only = str(self.path), not write
+            db = self._connect(lambda: duckdb.connect(path, read_only=read_only))
+            try:
+                yield _Conn(db)
+            finally:
+                db.close()
+            return
+        import sqlalchemy as sa
+        from sqlalchemy.pool import NullPool
+
+        # No rollback on giving the connection back: the transaction has ended.
+        engine = sa.create_engine(
+            self._url,
+            poolclass=NullPool,
+            pool_reset_on_return=None,
+            connect_args={"read_only": not write},
+        )
+        try:
+            with self._connect(engine.connect) as connection:
+                yield _Conn(connection.connection.driver_connection, connection)
+        finally:
+            engine.dispose()
+
+    def _connect(self, opener: Callable[[], _T]) -> _T:
         # Another program (not kstore) may hold DuckDB's own lock: wait for it too.
         deadline = time.monotonic() + lock_timeout()
         while True:
             try:
-                return engine.connect()
-            except sa.exc.DBAPIError as exc:
-                if not busy_elsewhere(exc):
+                return opener()
+            except Exception as exc:
+                if not (_database_error(exc) and busy_elsewhere(exc)):
                     raise
                 if time.monotonic() >= deadline:
                     raise StoreBusyError(
-                        f"{self.path}: held by another process: {exc.orig}"
+                        f"{self.path}: held by another process: {getattr(exc, 'orig', exc)}"
                     ) from None
                 time.sleep(0.05)
 
@@ -291,7 +332,7 @@ class Store:
         from alembic.config import Config
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._window(write=True, check=False) as conn:
+        with self._window(write=True, check=False, migrations=True) as conn:
             before = self._revision(conn)
             if before is not None and before not in REVISIONS:
                 self._check_schema(conn)  # raises: newer than this code

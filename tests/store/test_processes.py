@@ -61,6 +61,8 @@ def test_several_writers_and_a_reader(tmp_path: Path) -> None:
     store.init()
     writers = [writer(path, f"w{i}", 5, 5, 40) for i in range(3)]
     reads = 0
+    while not store.streams() and any(w.poll() is None for w in writers):
+        time.sleep(0.01)  # the reader below names the group: it must be there
     while any(w.poll() is None for w in writers):
         listed = subprocess.run(
             [

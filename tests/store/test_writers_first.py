@@ -97,7 +97,9 @@ def test_every_append_within_two_seconds(tmp_path: Path) -> None:
     recorder = _python("-c", RECORDER, str(store.path), str(APPENDS))
     out, err = recorder.communicate(timeout=120)
     stop.touch()
-    reads = [int(r.communicate(timeout=60)[0]) for r in readers]
+    done = [r.communicate(timeout=60) for r in readers]
+    assert all(r.returncode == 0 for r in readers), [e for _, e in done]
+    reads = [int(o) for o, _ in done]
     sql_out, sql_err = sql.communicate(timeout=300)
 
     assert recorder.returncode == 0, err
