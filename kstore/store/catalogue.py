@@ -16,7 +16,27 @@ from typing import Literal
 
 import pyarrow as pa
 
-__all__ = ["ARROW_TYPES", "TABLES", "Col", "Kind", "arrow_schema", "columns"]
+__all__ = [
+    "ARROW_TYPES",
+    "DERIVED",
+    "HEAD",
+    "REVISIONS",
+    "TABLES",
+    "Col",
+    "Kind",
+    "arrow_schema",
+    "columns",
+]
+
+REVISIONS: tuple[str, ...] = (
+    "0001_log",
+    "0002_projections",
+    "0003_analytics",
+    "0004_checkpoints",
+    "0005_rebalance_stats",
+)
+"""The migrations' revision ids, oldest first (``kstore/store/migrations/versions``)."""
+HEAD = REVISIONS[-1]
 
 Kind = Literal["int16", "int32", "int64", "string", "timestamp"]
 
@@ -120,6 +140,20 @@ TABLES: dict[str, tuple[Col, ...]] = {
         Col("partition", "int32"),
     ),
 }
+
+
+DERIVED: tuple[str, ...] = (
+    "kstore_streams",
+    "kstore_assignments",
+    "kstore_ownership",
+    "kstore_rebalance_stats",
+    "kstore_topic_stats",
+    "kstore_members_at",
+    "kstore_topics_at",
+    "kstore_double_assignments",
+    "kstore_revocations",
+)
+"""The tables derived from the log (``rebuild`` refills them)."""
 
 
 def columns(table: str) -> tuple[str, ...]:

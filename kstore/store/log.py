@@ -39,6 +39,7 @@ from kstore.store._lock import (
     yielding_to_writers,
 )
 from kstore.store._query import checked_statement, readable, run_sandboxed
+from kstore.store.catalogue import DERIVED, HEAD, REVISIONS
 from kstore.store.interface import (
     AppendResult,
     CheckpointWrite,
@@ -52,7 +53,6 @@ from kstore.store.projections import (
     Projector,
     StreamHead,
 )
-from kstore.store.schema import HEAD, PROJECTIONS, REVISIONS, SNAPSHOTS
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -554,8 +554,8 @@ class Store:
         self._heads.clear()
 
     def _rebuild(self, conn: _Conn) -> None:
-        for table in (*PROJECTIONS, SNAPSHOTS):
-            conn.run(f"DELETE FROM {table.name}")
+        for table in (*DERIVED, "kstore_snapshots"):
+            conn.run(f"DELETE FROM {table}")
         streams = [
             StreamId(*row)
             for row in conn.rows(

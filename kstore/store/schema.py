@@ -4,8 +4,10 @@ The alembic migrations in ``kstore/store/migrations/versions`` own the schema; t
 metadata is what the newest migration produces (``alembic check`` compares the two) and
 what the store's queries are written against. Its tables and columns come from the one
 catalogue of the read model (``kstore.store.catalogue``); only the keys are added here.
-``REVISIONS`` lists the migration ids oldest first, so a command can tell an older store
-(upgrade with ``kstore init``) from a newer one (refused) without loading alembic.
+``REVISIONS`` (kept in the catalogue, so that the store checks a file's revision without
+importing SQLAlchemy) lists the migration ids oldest first, so a command can tell an
+older store (upgrade with ``kstore init``) from a newer one (refused) without loading
+alembic.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from kstore.store.catalogue import TABLES, Kind
+from kstore.store.catalogue import DERIVED, HEAD, REVISIONS, TABLES, Kind
 
 __all__ = [
     "ASSIGNMENTS",
@@ -29,14 +31,6 @@ __all__ = [
     "metadata",
 ]
 
-REVISIONS: tuple[str, ...] = (
-    "0001_log",
-    "0002_projections",
-    "0003_analytics",
-    "0004_checkpoints",
-    "0005_rebalance_stats",
-)
-HEAD = REVISIONS[-1]
 
 metadata = sa.MetaData()
 
@@ -87,15 +81,5 @@ TOPICS_AT = _table("kstore_topics_at")
 DOUBLE_ASSIGNMENTS = _table("kstore_double_assignments")
 REVOCATIONS = _table("kstore_revocations")
 
-PROJECTIONS = (
-    STREAMS,
-    ASSIGNMENTS,
-    OWNERSHIP,
-    REBALANCE_STATS,
-    TOPIC_STATS,
-    MEMBERS_AT,
-    TOPICS_AT,
-    DOUBLE_ASSIGNMENTS,
-    REVOCATIONS,
-)
+PROJECTIONS = tuple(metadata.tables[name] for name in DERIVED)
 """Tables derived from the log (``rebuild`` refills them; snapshots are cleared too)."""
