@@ -84,10 +84,9 @@ def _stats(events: list[LogRow]) -> pa.Table:
         projector.feed(head, event, event.at.astimezone(UTC).replace(tzinfo=None))
     parts = []
     for table, taken in _TAKEN.items():
-        columns = projector.analytics.tables[table]
-        size = len(columns["version"])
+        rows = projector.analytics.arrow(table)
         arrays = [
-            columns[f.name].to_arrow(f.type) if f.name in taken else pa.nulls(size, f.type)
+            rows.column(f.name).cast(f.type) if f.name in taken else pa.nulls(len(rows), f.type)
             for f in _STATS
         ]
         parts.append(pa.Table.from_arrays(arrays, schema=_STATS))

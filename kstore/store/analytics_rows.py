@@ -44,8 +44,7 @@ import pyarrow as pa
 from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import GroupState
-from kstore.store._columns import Column
-from kstore.store.catalogue import columns
+from kstore.store.catalogue import arrow_schema, columns
 
 __all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows", "Decision"]
 
@@ -101,8 +100,7 @@ class Decision:
             people.setdefault(name, len(people))
         self.people: list[str] = list(people)
         self.prev: _Ints = np.array([people[n] for n in names] + [-1], dtype=np.int64)[codes]
-        keys = np.sort(self.topic * (int(self.number.max()) + 1 if size else 1) + self.number)
-        if (keys[1:] != keys[:-1]).all():  # the usual case: every partition listed once
+        if len(set(self.tps)) == size:  # the usual case: every partition listed once
             self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
             self.tp_first: _Bools = self.pair_first
             self.shared: _Bools = np.zeros(size, dtype=np.bool_)
@@ -126,11 +124,14 @@ class Decision:
 
 def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
     """The distinct values but None, in order of first appearance, and each value's
-    index among them (None: the index one past the last)."""
-    encoded = pa.array(values, type=pa.string()).dictionary_encode()
-    names: list[Any] = encoded.dictionary.to_pylist()
-    codes = encoded.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
-    return names, codes.astype(np.int64)
+    index among them (None: the index one past the last). Dict lookups, no Arrow: a
+    small group's event has a handful of values, where Arrow's calls cost the most."""
+    first = dict.fromkeys(values)
+    first.pop(None, None)
+    names = list(first)
+    index = {name: i for i, name in enumerate(names)}
+    missing = len(names)
+    return names, np.array([index.get(v, missing) for v in values], dtype=np.int64)
 
 
 def _counts(codes: _Ints, mask: _Bools, size: int) -> _Ints:
@@ -138,23 +139,30 @@ def _counts(codes: _Ints, mask: _Bools, size: int) -> _Ints:
 
 
 class AnalyticsRows:
-    """Collects the rows of the ``ANALYTICS_COLUMNS`` tables as columns."""
+    """Collects the rows of the ``ANALYTICS_COLUMNS`` tables (as tuples: a few per
+    event, converted to Arrow once per table by ``arrow``)."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, dict[str, Column]] = {
-            table: {name: Column() for name in names} for table, names in ANALYTICS_COLUMNS.items()
-        }
+        self._rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in ANALYTICS_COLUMNS}
 
     def rows(self) -> int:
-        return sum(len(columns["version"]) for columns in self.tables.values())
+        return sum(map(len, self._rows.values()))
+
+    def arrow(self, table: str) -> pa.Table:
+        """The rows of ``table`` collected so far, with the catalogue's types."""
+        schema = arrow_schema(table)
+        rows = self._rows[table]
+        columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+        return pa.Table.from_arrays(
+            [
+                pa.array(values, type=field.type)
+                for values, field in zip(columns, schema, strict=True)
+            ],
+            schema=schema,
+        )
 
     def _add(self, table: str, key: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> None:
-        columns = self.tables[table]
-        names = ANALYTICS_COLUMNS[table]
-        for name, value in zip(_KEY, key, strict=True):
-            columns[name].repeat(value, len(rows))
-        for offset, name in enumerate(names[len(_KEY) :]):
-            columns[name].extend([row[offset] for row in rows])
+        self._rows[table].extend([(*key, *row) for row in rows])
 
     def assignment(
         self,

@@ -39,6 +39,7 @@ from kstore.store._lock import (
     yielding_to_writers,
 )
 from kstore.store._query import checked_statement, readable, run_sandboxed
+from kstore.store.analytics_rows import ANALYTICS_COLUMNS
 from kstore.store.catalogue import DERIVED, HEAD, REVISIONS
 from kstore.store.interface import (
     AppendResult,
@@ -511,8 +512,8 @@ class Store:
     def _store_rows(self, conn: _Conn, projector: Projector) -> None:
         conn.insert("kstore_assignments", _arrow(projector.assignments))
         conn.insert("kstore_ownership", _arrow(projector.ownership))
-        for table, columns in projector.analytics.tables.items():
-            conn.insert(table, _arrow(columns))
+        for table in ANALYTICS_COLUMNS:
+            conn.insert(table, projector.analytics.arrow(table))
 
     def _store_heads(
         self,
