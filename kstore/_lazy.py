@@ -9,10 +9,12 @@ the type checker, and takes its ``__getattr__`` from ``lazy``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["lazy"]
+__all__ = ["lazy", "without_pandas"]
 
 
 def lazy(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]:
@@ -25,3 +27,32 @@ def lazy(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]:
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
+
+
+class _PandasAbsent:
+    """A finder that says pandas is not installed (see ``without_pandas``)."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@contextmanager
+def without_pandas() -> Iterator[None]:
+    """Within the block, pandas cannot be imported (unless it was already).
+
+    pyarrow and DuckDB import pandas (when installed) on their first use, to tell
+    DataFrames from other input: a third of a second, as much as the rest of a
+    command's start-up. kstore hands them no DataFrame, so the store's own commands
+    (``init``, ``append``, ``rebuild``) say first that there is none. After the block
+    pandas imports again (pyarrow's conversions to pandas retry it).
+    """
+    hide = "pandas" not in sys.modules and _PandasAbsent not in sys.meta_path
+    if hide:
+        sys.meta_path.insert(0, _PandasAbsent)
+    try:
+        yield
+    finally:
+        if hide:
+            sys.meta_path.remove(_PandasAbsent)

@@ -12,6 +12,7 @@ from typer.exceptions import TyperException
 
 from kstore._errors import KstoreError
 from kstore._extras import missing_extra
+from kstore._lazy import without_pandas
 
 __all__ = ["app", "main", "store_first"]
 
@@ -109,7 +110,8 @@ def init_cmd() -> None:
     """Create the store, or upgrade it to the newest schema."""
     from kstore.commands.store import init_store
 
-    init_store(ctx_state.store)
+    with without_pandas():
+        init_store(ctx_state.store)
 
 
 @app.command("append")
@@ -119,7 +121,8 @@ def append_cmd(
     """Append events (docs/spec/events.md); a malformed line stores nothing."""
     from kstore.commands.store import append_events
 
-    append_events(ctx_state.store, file)
+    with without_pandas():
+        append_events(ctx_state.store, file)
 
 
 @app.command("events")
@@ -189,7 +192,8 @@ def rebuild_cmd() -> None:
     """Drop and rebuild every projection and snapshot from the log."""
     from kstore.commands.store import rebuild_store
 
-    rebuild_store(ctx_state.store)
+    with without_pandas():
+        rebuild_store(ctx_state.store)
 
 
 # --- simulation (kstore/simulate) ------------------------------------------------------

@@ -555,42 +555,47 @@ class Store:
         self._heads.clear()
 
     def _rebuild(self, conn: _Conn) -> None:
+        """The derived tables and snapshots again, from one pass over the log in log
+        order (every stream's head kept as it goes), stored in big batches."""
         for table in (*DERIVED, "kstore_snapshots"):
             conn.run(f"DELETE FROM {table}")
-        streams = [
-            StreamId(*row)
-            for row in conn.rows(
-                "SELECT DISTINCT cluster, group_id, timeline FROM kstore_events "
-                "ORDER BY cluster, group_id, timeline"
-            )
-        ]
-        for stream in streams:
-            where, params = _stream_where(stream)
-            first, last, position, version = conn.rows(
-                'SELECT min("at"), max("at"), max(position), max(version) FROM kstore_events '
-                f"WHERE {where}",
-                params,
-            )[0]
-            head = StreamHead()
-            snaps: dict[str, list[Any]] = {n: [] for n in (*_STREAM_COLUMNS, "version", "state")}
-            projector = Projector()
-            for stored in self._stream_events(conn, stream, 0, version):
-                projector.feed(head, stored.event, _utc(stored.event.at)[0])
+        heads: dict[StreamId, StreamHead] = {}
+        projector = Projector()
+        snaps: dict[str, list[Any]] = {n: [] for n in (*_STREAM_COLUMNS, "version", "state")}
+        sql = (
+            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
+            "ORDER BY position LIMIT ?"
+        )
+        after = 0
+        while page := conn.rows(sql, [after, _READ_PAGE]):
+            after = page[-1][0]
+            for row in page:
+                event = _stored(row).event
+                head = heads.get(event.stream)
+                if head is None:
+                    head = heads[event.stream] = StreamHead()
+                projector.feed(head, event, _utc(event.at)[0])
                 if head.state.version % SNAPSHOT_EVERY == 0:
-                    for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
+                    for name, value in zip(_STREAM_COLUMNS, event.stream, strict=True):
                         snaps[name].append(value)
                     snaps["version"].append(head.state.version)
                     snaps["state"].append(head.to_json())
                 if projector.rows() >= 500_000:
                     self._store_rows(conn, projector)
                     projector = Projector()
-            self._store_rows(conn, projector)
-            conn.insert("kstore_snapshots", _arrow(snaps))
-            conn.run(
-                f"INSERT INTO kstore_streams ({_cols(_HEAD_COLUMNS)}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [*stream, version, first, last, head.state.generation, position],
-            )
+        self._store_rows(conn, projector)
+        conn.insert("kstore_snapshots", _arrow(snaps))
+        spans = conn.rows(
+            'SELECT cluster, group_id, timeline, max(version), min("at"), max("at"), '
+            "max(position) FROM kstore_events GROUP BY cluster, group_id, timeline"
+        )
+        rows: dict[str, list[Any]] = {name: [] for name in _HEAD_COLUMNS}
+        for cluster, group, timeline, *span in spans:
+            generation = heads[StreamId(cluster, group, timeline)].state.generation
+            values = (cluster, group, timeline, *span[:3], generation, span[3])
+            for name, value in zip(_HEAD_COLUMNS, values, strict=True):
+                rows[name].append(value)
+        conn.insert("kstore_streams", _arrow(rows))
 
     def delete_snapshots(self) -> None:
         """Drop every snapshot (they are a cache: answers stay the same, only slower)."""

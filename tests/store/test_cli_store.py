@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -150,3 +151,36 @@ def test_events_without_ids_appended_twice_are_stored_once(
     assert again[:2] == (0, "stored 0, already there 2\n"), again
     code, out, _ = run(capsys, monkeypatch, "events", "--group", "dup")
     assert code == 0 and len(out.splitlines()) == 2
+
+
+def test_append_starts_with_only_what_it_runs(tmp_path: Path) -> None:
+    # Start-up was as much of a small append as the append itself: SQLAlchemy (for the
+    # migrations only), pandas (imported by pyarrow and DuckDB on first use), the
+    # recorders, the simulator, analytics and rich are no part of it.
+    store = tmp_path / "s.duckdb"
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in LINES))
+    assert run_process(store, "init").returncode == 0
+    code = (
+        "import sys\n"
+        "from kstore.cli import main\n"
+        f"sys.argv = ['kstore', '--store', {str(store)!r}, 'append', {str(source)!r}]\n"
+        "main()\n"
+        "heavy = ('pandas', 'sqlalchemy', 'alembic', 'kstore.record', 'kstore.simulate',\n"
+        "         'kstore.analytics', 'rich')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["stored 2, already there 0", "[]"]
+    # Outside the command pandas imports as before.
+    code = "from kstore._lazy import without_pandas\nwith without_pandas(): pass\nimport pandas"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def run_process(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kstore", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+    )
