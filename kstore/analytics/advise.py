@@ -6,7 +6,9 @@
 finds it whole), and ``advice`` reads the answer from the timelines: one row per
 strategy, best first, with its protocol (from the catalogue) and how far it is from
 optimal. Disruption is churn plus partitions left without an owner for a round (what a
-cooperative round withholds): both stop a partition being consumed.
+cooperative round withholds): both stop a partition being consumed. A partial replay
+(``complete`` false) is ranked with the others over the prefix of the source it covers
+(``compared_to``, as ``compare`` does).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ ADVICE_COLUMNS = [
     "strategy",
     "protocol",
     "timeline",
+    "complete",
     "rebalances",
     "churn",
     "unassigned",
@@ -35,6 +38,7 @@ ADVICE_COLUMNS = [
     "disruption_above_optimal",
     "stickiness",
     "imbalance",
+    "compared_to",
 ]
 
 
@@ -53,8 +57,8 @@ def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> 
         row["strategy"] = name if row["timeline"] != source else f"{source} ({name or 'mixed'})"
         row["protocol"] = known_protocol(name)
     rows.sort(key=lambda r: (r["disruption"], r["churn"], r["timeline"] != source, r["strategy"]))
-    # A place for replay completeness (a replay cut short would look cheap): when the
-    # replay's timelines say how complete they are, a column goes here.
+    # A replay cut short would look cheap: compare sums every timeline over the source
+    # versions the partial ones cover (compared_to), and `complete` says which are.
     out = [
         tuple(rank if c == "rank" else r[c] for c in ADVICE_COLUMNS)
         for rank, r in enumerate(rows, start=1)

@@ -26,7 +26,7 @@ from typing import Any
 from kstore._errors import UsageError
 from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query, run_sql
-from kstore.analytics.report import compare, timelines_of
+from kstore.analytics.report import compare, partial, timelines_of
 from kstore.store.log import Store
 
 __all__ = [
@@ -140,6 +140,7 @@ _STYLE = (
     "padding:3px 8px;text-align:left;vertical-align:top;white-space:nowrap}"
     "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
+    ".partial{color:#a40000;font-weight:bold}"
 )
 
 
@@ -429,7 +430,7 @@ def write_report(
     sections = [
         "<h2>Compare</h2>",
         _table(table),
-        # The replay's completeness goes here once timelines record it (branch replay).
+        *(f"<p class='partial'>{html.escape(line)}</p>" for line in partial(table)),
     ]
     found = advice(store, group, cluster, source if source in timelines else timelines[0])
     sections.append("<h2>Advice: which strategy would have moved least</h2>")
@@ -516,7 +517,14 @@ def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool
     for t in run_query(store, "timeline", {"timeline": timeline}).records():
         if t["storm"] and (t["cluster"], t["group"]) in stats:
             stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
+    replays: dict[tuple[str, str], dict[str, bool | None]] = defaultdict(dict)
+    for c in run_query(store, "coverage", {}).records():
+        if c["source"] != c["timeline"]:
+            replays[(c["cluster"], c["group"])][c["timeline"]] = c["complete"]
     for row in stats.values():
+        found = replays[(row["cluster"], row["group"])]
+        cut = sum(1 for done in found.values() if not done)
+        row["replays"] = f"{len(found)}" + (f", {cut} partial" if cut else "")
         values = row.pop("imbalances")
         row["imbalance"] = sum(values) / len(values) if values else None
     ranked = sorted(
@@ -537,7 +545,7 @@ def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool
             f"<td>{row['rebalances']}</td><td>{row['churn']}</td>"
             f"<td>{row['storm_rebalances']}</td>"
             f"<td>{'' if row['imbalance'] is None else format(row['imbalance'], '.3f')}</td>"
-            f"<td>{row['unassigned']}</td></tr>"
+            f"<td>{row['unassigned']}</td><td>{row['replays']}</td></tr>"
         )
     top = rows[:50]
     figure = go.Figure(
@@ -553,7 +561,8 @@ def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool
         "churn, then storm rebalances, then average imbalance</p>",
         _plot("fleet"),
         "<table><thead><tr><th>rank</th><th>group</th><th>rebalances</th><th>churn</th>"
-        "<th>storm rebalances</th><th>imbalance</th><th>unassigned</th></tr></thead><tbody>"
+        "<th>storm rebalances</th><th>imbalance</th><th>unassigned</th>"
+        "<th>replays (partial: not decided to the source's end)</th></tr></thead><tbody>"
         + "".join(links)
         + "</tbody></table>",
     ]

@@ -11,6 +11,10 @@ and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do; the
 source's next rebalance, if nothing changing membership, subscriptions or topics comes
 before it, is that follow-up and is not replayed as another.
 
+Each decision names its source timeline and the version of the source's
+``AssignmentCompleted`` it answers (``source``, ``source_version``), so the log itself
+says up to which source version a replay has decided (queries/coverage.sql).
+
 The replay is deterministic (its event ids too), so an interrupted one is resumed: the
 target's stored events are checked against the replay's, event for event, and folded
 instead of decided again, and the source events after them are replayed.
@@ -109,7 +113,11 @@ class _Replayer:
         if isinstance(data, AssignmentCompleted):
             if data.strategy != self.strategy:
                 raise self._not_a_prefix(f"it was replayed with {data.strategy}")
-            data = data.model_copy(update={"assignment": {}})
+            update: dict[str, object] = {"assignment": {}}
+            if data.source is None:  # stored by a kstore whose decisions named no source
+                assert isinstance(event.data, AssignmentCompleted)
+                update |= {"source": event.data.source, "source_version": event.data.source_version}
+            data = data.model_copy(update=update)
         if stored.model_copy(update={"data": data}) != event:
             raise self._not_a_prefix(
                 f"its event {self.matched} is {stored.event_id!r} ({stored.type}), "
@@ -131,7 +139,7 @@ class _Replayer:
                 f"it holds {self._next.event_id!r} after the replay's last event"
             )
 
-    def _decide(self, source: Event, suffix: str = "") -> Event:
+    def _decide(self, source: Event, version: int, suffix: str = "") -> Event:
         if self._next is not None:
             # Resuming: the stored decision is checked (all but its assignment) and folded.
             checked = AssignmentCompleted.model_construct(
@@ -139,6 +147,8 @@ class _Replayer:
                 strategy=self.strategy,
                 assignment={},
                 protocol=self.protocol,
+                source=source.timeline,
+                source_version=version,
             )
             return self._event(source, checked, suffix)
         request = self.state.to_request(self.strategy)
@@ -155,6 +165,8 @@ class _Replayer:
             strategy=self.strategy,
             assignment={m: list(tps) for m, tps in result.assignment.items()},
             protocol=self.protocol,
+            source=source.timeline,
+            source_version=version,
         )
         return self._event(source, data, suffix)
 
@@ -175,22 +187,23 @@ class _Replayer:
             ) from None
         self.strategy, self.protocol = found.name, found.protocol
 
-    def feed(self, source: Event) -> Iterator[Event]:
-        """The replay's events for the source's next event, but those stored already."""
-        for event in self._outputs(source):
+    def feed(self, source: Event, version: int) -> Iterator[Event]:
+        """The replay's events for the source's next event (its stream ``version``), but
+        those stored already."""
+        for event in self._outputs(source, version):
             if self._unyielded:
                 self._unyielded -= 1
             else:
                 yield event
 
-    def _outputs(self, source: Event) -> Iterator[Event]:
+    def _outputs(self, source: Event, version: int) -> Iterator[Event]:
         data = source.data
         if isinstance(data, RebalanceStarted) and self._followed:
             self._followed, self._absorbing = False, True
         elif isinstance(data, AssignmentCompleted) and self._absorbing:
             self._absorbing = False
         elif isinstance(data, RebalanceStarted):
-            self._followed = False
+            self._followed = self._absorbing = False
             self.generation += 1
             yield self._event(
                 source, RebalanceStarted(generation=self.generation, reason=data.reason)
@@ -202,14 +215,14 @@ class _Replayer:
             if self.state.rebalance is None:
                 self.generation += 1
             before = self.state.assignment
-            yield self._decide(source)
+            yield self._decide(source, version)
             if self.protocol == "cooperative" and self._took(before):
                 self.generation += 1
                 reason = RebalanceStarted(
                     generation=self.generation, reason="cooperative follow-up"
                 )
                 yield self._event(source, reason, "/follow-up-start")
-                yield self._decide(source, "/follow-up")
+                yield self._decide(source, version, "/follow-up")
                 self._followed = True
         else:
             self._followed = self._absorbing = False
@@ -226,14 +239,15 @@ def replay_events(
 
     The assignor's warnings, each with its generation, are added to ``warnings`` if given.
     ``strategy`` ``same`` decides each generation with the flavour that decided it.
+    ``events`` are the source stream's from its first (version 1).
     """
     if strategy != SAME:
         get_assignor(strategy)
     replayer = _Replayer(target, strategy)
     if warnings is not None:
         replayer.warnings = warnings
-    for event in events:
-        yield from replayer.feed(event)
+    for version, event in enumerate(events, start=1):
+        yield from replayer.feed(event, version)
 
 
 def replay(
@@ -283,7 +297,7 @@ def replay(
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
     complete = True
     for done, stored_source in enumerate(source_events, start=1):
-        events = list(replayer.feed(stored_source.event))
+        events = list(replayer.feed(stored_source.event, stored_source.version))
         count += len(events)
         writer.add(events, fold=replayer.state)
         if progress is not None:

@@ -1,7 +1,9 @@
 """Comparisons of a group's timelines; the HTML report and the fleet page.
 
 ``compare`` is the ``compare`` query, plus, when one of the timelines was decided by
-``optimal``, each timeline's churn and disruption (churn + unassigned) above it.
+``optimal``, each timeline's churn and disruption (churn + unassigned) above it; a
+partial timeline (a replay that has not decided up to its source's last version) is
+compared over the prefix it covers, and ``partial`` says so in a line each.
 ``write_report`` writes one self-contained page (kstore/analytics/pages.py) that reads
 at any size; ``write_fleet`` a page ranking every group of the store.
 """
@@ -14,7 +16,7 @@ from kstore._errors import UsageError
 from kstore.analytics._queries import Result, run_query
 from kstore.store.log import Store
 
-__all__ = ["compare", "strategies_of", "timelines_of"]
+__all__ = ["compare", "partial", "strategies_of", "timelines_of"]
 
 
 def timelines_of(store: Store, group: str, cluster: str) -> list[str]:
@@ -52,6 +54,26 @@ def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) ->
         [*result.columns, "churn_above_optimal", "disruption_above_optimal"],
         [(*row, row[churn] - moves, row[churn] + row[unassigned] - disruption) for row in rows],
     )
+
+
+def partial(table: Result) -> list[str]:
+    """One line per partial timeline of a ``compare`` table: how far it has decided and
+    the source versions the table compares."""
+    lines = []
+    for row in table.records():
+        if row["complete"] is False:
+            lines.append(
+                f"{row['timeline']} is partial: it has decided up to version "
+                f"{row['decided_to']} of its source {row['source']} (now at "
+                f"{row['source_last']}); the timelines answering {row['source']} are "
+                f"compared over its versions 1-{row['compared_to']}"
+            )
+        elif row["complete"] is None:
+            lines.append(
+                f"{row['timeline']} replays {row['source']}, which is not in the store: "
+                "how far it has decided is not known"
+            )
+    return lines
 
 
 def strategies_of(store: Store, group: str, cluster: str) -> dict[str, str]:

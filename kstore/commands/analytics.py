@@ -23,7 +23,7 @@ from kstore._errors import KstoreError, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import replay
-from kstore.analytics.report import compare, timelines_of
+from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve
 from kstore.commands._output import check_format, print_rows
 from kstore.model.strategies import strategy
@@ -206,7 +206,19 @@ def print_compare(
     check_format(output)
     store = Store(path)
     cluster, names = _timelines(store, group, cluster, timelines)
-    print_result(compare(store, group, names, cluster), output, title=f"{cluster}/{group}")
+    table = compare(store, group, names, cluster)
+    print_result(table, output, title=f"{cluster}/{group}")
+    _notes(partial(table), output)
+
+
+def _notes(lines: list[str], output: str) -> None:
+    """Lines about a table: after it on a table's standard output, else on standard error
+    (where they keep csv and json clean)."""
+    for line in lines:
+        if output == "table":
+            print(line)
+        else:
+            print(f"kstore: note: {line}", file=sys.stderr)
 
 
 def report(

@@ -183,6 +183,13 @@ class AssignmentCompleted(EventData):
     ``kstore 0.1.0`` where kstore's recording assignor computed it inside the leader;
     None where the recorder cannot tell. Optional, so older events read unchanged;
     ``kstore replay --strategy same`` reads it (``strategies.flavour_of``)."""
+    source: StrictStr | None = None
+    """A replay's decision: the timeline it replays (same cluster and group); None for
+    a decision that is no replay's."""
+    source_version: _NonNegative | None = None
+    """A replay's decision: the version of the source's ``AssignmentCompleted`` it
+    answers (a follow-up round: the one its first round answers). Up to which source
+    version a replay has decided is read from it (queries/coverage.sql)."""
 
     @classmethod
     def trusted(cls, data: dict[str, Any]) -> EventData:

@@ -318,8 +318,14 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     at_stop = _stored_events(store, stream)
     assert 0 < at_stop < len(expected)
     assert f"{at_stop} events stored" in err and "--resume" in err, err
+    # compare says it is partial and compares the prefix it covers (issue 13)
+    base = [sys.executable, "-m", "kstore.cli", "--store", str(db), "compare", "--group", "g"]
+    compared = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    assert "replay/cooperative-sticky is partial: it has decided up to version" in compared
     resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
+    compared = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    assert "partial" not in compared
     assert _timeline(store, stream) == [
         {"version": v, **e.to_dict()} for v, e in enumerate(expected, start=1)
     ]

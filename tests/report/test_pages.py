@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kstore.analytics.pages import MOVE_MARKERS, REASON_KINDS, reason_kind
+from kstore.analytics.replay import replay
 from kstore.model import (
     AssignmentCompleted,
     Event,
@@ -171,12 +172,16 @@ def _big(store: Store, group: str, rebalances: int, partitions: int, members: in
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store with a small simulated group (advised) and two big generated ones."""
+    """A store with a small simulated group (advised) and two big generated ones, the
+    medium one replayed with range to the end and with sticky stopped early (partial)."""
     path = tmp_path_factory.mktemp("fleet") / "kstore.duckdb"
     store = Store(path)
     store.init()
     _big(store, "big", rebalances=2000, partitions=200, members=200)
     _big(store, "medium", rebalances=300, partitions=60, members=20)
+    replay(store, group="medium", strategy="range")
+    calls = iter(range(300))
+    replay(store, group="medium", strategy="sticky", stop=lambda: next(calls, None) is None)
     kstore(path, "simulate", str(EXAMPLES / "eager-vs-cooperative.yaml"), "--timeline", "recorded")
     kstore(path, "advise", "--group", "eager-vs-cooperative")
     return path
@@ -233,4 +238,26 @@ def test_fleet_page_ranks_every_group(fleet: Path, tmp_path: Path) -> None:
     ]
     for target, _ in links:
         assert (folder / target).is_file()
+    medium = re.search(r"default/medium</a>(.*?)</tr>", index).group(1)  # type: ignore[union-attr]
+    assert medium.endswith("<td>2, 1 partial</td>"), medium
     assert drawn(folder / "index.html", tmp_path, "fleet.png") == 1
+
+
+def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
+    fleet: Path, tmp_path: Path
+) -> None:
+    page = tmp_path / "partial.html"
+    kstore(fleet, "report", "--group", "medium", "--out", str(page))
+    text = page.read_text()
+    (line,) = re.findall(r"<p class='partial'>(.*?)</p>", text)
+    assert line.startswith("replay/sticky is partial: it has decided up to version ")
+    rows = json.loads(kstore(fleet, "compare", "--group", "medium", "--format", "json").stdout)
+    assert {r["timeline"]: r["complete"] for r in rows} == {
+        "recorded": True,
+        "replay/range": True,
+        "replay/sticky": False,
+    }
+    # one source range on every side: the prefix the partial replay covers
+    assert len({(r["compared_to"], r["rebalances"]) for r in rows}) == 1
+    assert rows[0]["compared_to"] < rows[0]["source_last"]
+    assert drawn(page, tmp_path, "report-partial.png") >= 3
