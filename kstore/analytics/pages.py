@@ -400,6 +400,21 @@ def _storms(rows: list[dict[str, Any]]) -> Result:
     )
 
 
+def _compared(store: Store, group: str, cluster: str, table: Result) -> set[tuple[str, int]] | None:
+    """The (timeline, version) of the rebalances ``table`` (``compare``) sums, when it
+    cuts a timeline to a partial one's prefix; None when every timeline is whole."""
+    rows = table.records()
+    if all(r["compared_to"] == r["decided_to"] for r in rows):
+        return None
+    upto = {r["timeline"]: r["compared_to"] for r in rows}
+    scope = {"group": group, "cluster": cluster, "timelines": ",".join(upto)}
+    return {
+        (c["timeline"], c["version"])
+        for c in run_query(store, "coverage", scope).records()
+        if c["source_version"] is not None and c["source_version"] <= upto[c["timeline"]]
+    }
+
+
 def write_report(
     store: Store,
     group: str,
@@ -425,6 +440,18 @@ def write_report(
         else:
             previous.pop(row["timeline"], None)
     rebalances = [r for r in rebalances if r["timeline"] in timelines]
+    # Rates and reasons compare timelines: over the rebalances the table compares.
+    compared = _compared(store, group, cluster, table)
+    rated, reasoned = metrics, rebalances
+    if compared is not None:
+        rated = [r for r in metrics if (r["timeline"], r["version"]) in compared]
+        reasoned = [r for r in rebalances if (r["timeline"], r["version"]) in compared]
+    cut = (
+        ""
+        if compared is None
+        else "<p class='note'>over the rebalances compared above (a partial timeline's "
+        "prefix); ownership, storms and anomalies below show each timeline whole</p>"
+    )
     anomalies = run_query(store, "anomalies", scope).records()
     figures: list[tuple[str, Any]] = []
     sections = [
@@ -441,13 +468,13 @@ def write_report(
         )
     else:
         sections.append(_table(found))
-    if metrics:
-        rates, step = _rates(metrics, timelines)
+    if rated:
+        rates, step = _rates(rated, timelines)
         figures.append(("rates", rates))
-        sections += [f"<h2>Rates (per {html.escape(step)})</h2>", _plot("rates")]
-    reasons, top = _reasons(rebalances, timelines)
+        sections += [f"<h2>Rates (per {html.escape(step)})</h2>", cut, _plot("rates")]
+    reasons, top = _reasons(reasoned, timelines)
     figures.append(("reasons", reasons))
-    sections += ["<h2>Reasons</h2>", _plot("reasons"), "<h3>Top reasons</h3>", _table(top)]
+    sections += ["<h2>Reasons</h2>", cut, _plot("reasons"), "<h3>Top reasons</h3>", _table(top)]
     sections.append("<h2>Ownership</h2>")
     for i, timeline in enumerate(timelines):
         figure, note = _ownership(store, group, cluster, timeline)

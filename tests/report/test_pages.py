@@ -251,6 +251,11 @@ def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
     text = page.read_text()
     (line,) = re.findall(r"<p class='partial'>(.*?)</p>", text)
     assert line.startswith("replay/sticky is partial: it has decided up to version ")
+    figures = json.loads(re.search(r"id='figures' type='application/json'>(.*?)</script>",
+                                   text, re.S).group(1))  # type: ignore[union-attr]  # fmt: skip
+    reasons = next(f["figure"]["data"] for f in figures if f["id"] == "reasons")
+    # the reasons of the rebalances compared: as many on every side
+    assert len({sum(trace["y"]) for trace in reasons}) == 1 and len(reasons) == 3
     rows = json.loads(kstore(fleet, "compare", "--group", "medium", "--format", "json").stdout)
     assert {r["timeline"]: r["complete"] for r in rows} == {
         "recorded": True,
