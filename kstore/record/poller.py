@@ -44,7 +44,16 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState
 from kstore.model.strategies import wire_protocol
-from kstore.record._failures import Retries, Stopped, interruptible
+from kstore.record._failures import (
+    AUTHORIZATION,
+    CONFIGURATION,
+    ClientError,
+    ClientFailure,
+    Retries,
+    Stopped,
+    interruptible,
+    permanent_error,
+)
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import (
     Assignment,
@@ -64,6 +73,7 @@ __all__ = [
     "Poller",
     "diff",
     "relevant_topics",
+    "visibility_key",
 ]
 
 INFERRED_REASON = "inferred by poller"
@@ -128,13 +138,26 @@ class DescribedMember:
 
 @dataclass(frozen=True)
 class DescribedGroup:
-    """One group of a DescribeGroups response (``state``: Kafka's group state name)."""
+    """One group of a DescribeGroups response (``state``: Kafka's group state name).
+
+    ``error``: the broker's error for this group (e.g. ``GroupAuthorizationFailedError``),
+    when it could not describe it; the other fields are then empty.
+    """
 
     group_id: str
     state: str
     protocol_type: str
     protocol: str
     members: tuple[DescribedMember, ...]
+    error: str | None = None
+
+    @property
+    def assignments_described(self) -> bool:
+        """False for a stable group whose broker describes members but neither the
+        chosen protocol nor any assignment (Tansu, for one): membership is all it shows."""
+        if self.state != "Stable" or not self.members:
+            return True
+        return bool(self.protocol) or any(m.assignment is not None for m in self.members)
 
 
 def relevant_topics(group: DescribedGroup, state: GroupState) -> set[str]:
@@ -207,7 +230,7 @@ def _changes(
         elif sorted(set(known[member.member_id].topics)) != sorted(set(member.topics)):
             out.append(SubscriptionChanged(member_id=member.member_id, topics=member.topics))
 
-    if group.state != "Stable" or not described:
+    if group.state != "Stable" or not described or not group.assignments_described:
         return out
     assignment = {member_id: member.partitions() for member_id, member in described.items()}
     if generation is not None:
@@ -277,6 +300,23 @@ def diff(
     ]
 
 
+def visibility_key(cluster: str, group: str) -> str:
+    """The store checkpoint that says what the poller sees of a group (``kstore sql``:
+    ``SELECT * FROM kstore_checkpoints``): ``{"sees": "assignments"}`` or
+    ``{"sees": "membership", "why": ...}``."""
+    return f"poll/{cluster}/{group}"
+
+
+def _visibility(group: DescribedGroup) -> dict[str, str]:
+    if group.assignments_described:
+        return {"sees": "assignments"}
+    return {
+        "sees": "membership",
+        "why": "the broker describes its members but not their assignments (empty "
+        "protocol, no assignment bytes)",
+    }
+
+
 class AdminView(Protocol):
     """What a poll asks the broker (``KafkaAdminView`` live; fakes in tests)."""
 
@@ -309,7 +349,9 @@ class Poller:
     ) -> None:
         if admin is None and open_admin is None:
             raise ValueError("give an admin view or a way to open one")
-        self.writer = Writer(store)
+        self.store = store
+        self._writers: dict[str, Writer] = {}
+        self._said: set[tuple[str, str]] = set()
         self.admin = admin
         self.open_admin = open_admin
         self.cluster = cluster
@@ -335,8 +377,45 @@ class Poller:
         counts = admin.partition_counts(sorted(wanted)) if wanted else {}
         return described, counts
 
+    def _writer(self, group_id: str) -> Writer:
+        """The group's writer; its checkpoint (``visibility_key``) holds what is seen."""
+        writer = self._writers.get(group_id)
+        if writer is None:
+            key = visibility_key(self.cluster, group_id)
+            writer = self._writers[group_id] = Writer(self.store, checkpoint=key)
+        return writer
+
     def _state(self, group_id: str) -> GroupState:
-        return self.writer.state(StreamId(self.cluster, group_id, "recorded"))
+        return self._writer(group_id).state(StreamId(self.cluster, group_id, "recorded"))
+
+    def _once(self, group_id: str, what: str, message: str, *args: object) -> None:
+        if (group_id, what) not in self._said:
+            self._said.add((group_id, what))
+            log.warning(message, *args)
+
+    def _unreadable(self, group: DescribedGroup) -> None:
+        """A group the broker would not describe: said once; an explicitly asked group
+        the principal may not describe is an authorization failure (exit 2)."""
+        assert group.error is not None
+        if "Authorization" in group.error:
+            if self.groups is not None:
+                detail = f"no Describe on group {group.group_id}"
+                raise permanent_error(ClientFailure(AUTHORIZATION, detail))
+            self._once(
+                group.group_id,
+                "unreadable",
+                "group %s: not authorized to describe it (needs Describe on the group); "
+                "not recorded",
+                group.group_id,
+            )
+        else:
+            self._once(
+                group.group_id,
+                "unreadable",
+                "group %s: the broker could not describe it (%s); not recorded until it can",
+                group.group_id,
+                group.error,
+            )
 
     def record(
         self, described: list[DescribedGroup], counts: Mapping[str, int], at: datetime
@@ -344,14 +423,29 @@ class Poller:
         """Append what changed since the stored state: the number of new events."""
         stored = 0
         for group in described:
-            events = diff(group, self._state(group.group_id), counts, at, self.cluster)
-            if not events:
+            if group.error is not None:
+                self._unreadable(group)
                 continue
-            stream = events[0].stream
+            writer = self._writer(group.group_id)
+            seen = _visibility(group)
+            if seen["sees"] == "membership":
+                self._once(
+                    group.group_id,
+                    "membership",
+                    "group %s: %s; recording membership only (joins and leaves, no "
+                    "generations or assignments)",
+                    group.group_id,
+                    seen["why"],
+                )
+            events = diff(group, self._state(group.group_id), counts, at, self.cluster)
+            changed = seen != writer.saved and group.state == "Stable"
+            if not events and not changed:
+                continue
+            stream = StreamId(self.cluster, group.group_id, "recorded")
             try:
-                result = self.writer.write(events)
+                result = writer.write(events, seen if changed else None)
             except ConcurrencyError:
-                self.writer.forget(stream)
+                self._writers.pop(group.group_id, None)
                 log.info("%s moved on while polling; its changes wait for the next poll", stream)
                 continue
             stored += result.stored
@@ -409,16 +503,35 @@ class Poller:
 
 
 class KafkaAdminView:
-    """The admin API through kafka-python, keeping DescribeGroups' member bytes raw."""
+    """The admin API through kafka-python, keeping DescribeGroups' member bytes raw.
+
+    kafka-python's public ``describe_groups`` decodes the members' bytes and the group's
+    authorized operations itself, and loses the whole answer when it cannot: a broker
+    whose authorized-operations field has a bit kafka-python does not know (Tansu answers
+    all 32 set: ``ValueError: 15 is not a valid ACLOperation``), or one member's
+    malformed bytes; it also hands user data over as text. confluent-kafka's public
+    ``describe_consumer_groups`` gives no member subscriptions, and on Tansu no members at
+    all. So the poller takes the raw answer through one kafka-python hook,
+    ``_describe_groups_process_response`` (checked at start: a kafka-python without it is
+    a configuration error naming the versions that have it), and decodes the bytes with
+    kstore's own decoder, tested on every version of Kafka's schemas.
+    """
 
     def __init__(self, settings: KafkaSettings) -> None:
+        from kafka import __version__ as version
         from kafka.admin import KafkaAdminClient
+
+        if not hasattr(KafkaAdminClient, "_describe_groups_process_response"):
+            raise ClientError(
+                CONFIGURATION,
+                f"kafka-python {version} has no _describe_groups_process_response, which "
+                "the poller takes DescribeGroups' raw answer from: install kafka-python 3.0.x",
+            )
 
         class _RawDescribe(KafkaAdminClient):  # type: ignore[misc]
             def _describe_groups_process_response(self, response: Any) -> Any:
                 return {group.group_id: group for group in response.groups}
 
-        self._settings = settings
         self._client = _RawDescribe(
             **settings.kafka_python(client_id="kstore-poller", bootstrap_timeout_ms=5000)
         )
@@ -427,10 +540,13 @@ class KafkaAdminView:
         return sorted({g["group_id"] for g in self._client.list_groups()})
 
     def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+        from kafka.errors import for_code
+
         out = []
         for group_id, raw in sorted(self._client.describe_groups(group_ids).items()):
             if raw.error_code:
-                log.warning("describe %s: error code %d", group_id, raw.error_code)
+                error = for_code(raw.error_code).__name__
+                out.append(DescribedGroup(group_id, "", "", "", (), error=error))
                 continue
             members = tuple(
                 DescribedMember.from_response(

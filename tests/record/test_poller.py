@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from kafka.errors import KafkaConnectionError
 
+from kstore._errors import UsageError
 from kstore.model import Event, GroupState, fold
 from kstore.record._failures import GaveUp
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
@@ -18,6 +19,7 @@ from kstore.record.poller import (
     DescribedMember,
     Poller,
     diff,
+    visibility_key,
 )
 from kstore.store.log import Store
 from tests.record import kafka_encode as enc
@@ -226,3 +228,56 @@ def test_a_failed_poll_is_retried_and_counted(store: Store) -> None:
     poller = Poller(store, admin, groups=["g"])
     assert poller.run(0.001, threading.Event(), polls=2, backoff=(0.001, 0.01)) == 4
     assert (admin.calls, poller.polls, poller.retries) == (3, 2, 1)
+
+
+def membership_only(*member_ids: str) -> DescribedGroup:
+    """What Tansu answers: members with ids only, no protocol, no assignment bytes."""
+    members = tuple(
+        DescribedMember.from_response("g", m, "", "", None, b"", b"") for m in member_ids
+    )
+    return DescribedGroup("g", "Stable", "consumer", "", members)
+
+
+def test_a_broker_that_does_not_describe_assignments_gives_membership_only() -> None:
+    two = membership_only("a", "b")
+    assert not two.assignments_described
+    events = diff(two, GroupState(), {}, AT)
+    assert kinds(events) == ["MemberJoined", "MemberJoined"]  # no invented generation
+    state = fold(events)
+    assert diff(two, state, {}, AT) == []  # polled again: nothing
+    gone = diff(membership_only("a"), state, {}, AT)
+    assert [e.data.to_dict() for e in gone] == [{"member_id": "b", "reason": "other"}]
+    # A group that is rebalancing, or empty, shows no assignment either: not the same.
+    assert DescribedGroup("g", "PreparingRebalance", "consumer", "", ()).assignments_described
+
+
+def test_the_poller_says_once_and_marks_what_it_sees(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = [[membership_only("a")], [membership_only("a", "b")], [membership_only("b")]]
+    poller = Poller(store, FakeAdmin(answers, {}), groups=["g"])
+    with caplog.at_level("WARNING", "kstore.record"):
+        assert [poller.poll_once(AT) for _ in range(3)] == [1, 1, 1]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "recording membership only" in said[0]
+    assert {s.event.type for s in store.events()} == {"MemberJoined", "MemberLeft"}
+    assert store.checkpoint(visibility_key("default", "g")) == {
+        "sees": "membership",
+        "why": "the broker describes its members but not their assignments (empty "
+        "protocol, no assignment bytes)",
+    }
+
+
+def test_a_group_it_may_not_describe_is_said_once_or_refused_when_asked_for(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    denied = DescribedGroup("g", "", "", "", (), error="GroupAuthorizationFailedError")
+    everyone = Poller(store, FakeAdmin([[denied], [denied]], {}), groups=None)
+    with caplog.at_level("WARNING", "kstore.record"):
+        assert everyone.poll_once(AT) + everyone.poll_once(AT) == 0
+    assert [r.getMessage() for r in caplog.records] == [
+        "group g: not authorized to describe it (needs Describe on the group); not recorded"
+    ]
+    asked = Poller(store, FakeAdmin([[denied]], {}), groups=["g"])
+    with pytest.raises(UsageError, match=r"^authorization: no Describe on group g \("):
+        asked.run(0.01, threading.Event(), polls=1)
