@@ -16,9 +16,11 @@
 --   source is not in the store.
 -- Parameters: $cluster, $group (each NULL: all), $timelines (comma separated; NULL: all).
 WITH
-named AS (  -- both fields in one parse of the event's data
+named AS MATERIALIZED (  -- one parse of each event's data, none naming no source
     SELECT cluster, group_id, timeline, version,
-           json_extract_string(data, ['$.source', '$.source_version']) AS fields
+           CASE WHEN contains(data, '"source"')
+                THEN json_extract_string(data, ['$.source', '$.source_version'])
+           END AS fields
     FROM kstore_events
     WHERE type = 'AssignmentCompleted'
       AND ($cluster IS NULL OR cluster = $cluster)
