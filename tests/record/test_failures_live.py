@@ -9,9 +9,11 @@ summary, whether it is idle, reading or stuck in a client call to a broker that 
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -90,18 +92,34 @@ def stop_within(
         command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert process.stderr is not None
-    seen = []
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in process.stderr], daemon=True)
+    reader.start()
+    seen: list[str] = []
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        seen.append(line)
-        if ready in line or not line:
-            break
+    while not any(ready in line for line in seen):
+        try:
+            seen.append(lines.get(timeout=max(deadline - time.monotonic(), 0.01)))
+        except queue.Empty:
+            process.kill()
+            raise AssertionError(f"no {ready!r} in 30 s: {''.join(seen)}") from None
     time.sleep(settle)
     sent = time.monotonic()
     process.send_signal(sig)
-    out, err = process.communicate(timeout=30)
-    return time.monotonic() - sent, out, "".join(seen) + err, process.returncode
+    process.wait(timeout=30)
+    took = time.monotonic() - sent
+    assert process.stdout is not None
+    out = process.stdout.read()
+    reader.join(timeout=5)
+    seen.extend(iter_queue(lines))
+    return took, out, "".join(seen), process.returncode
+
+
+def iter_queue(lines: queue.Queue[str]) -> list[str]:
+    out = []
+    while not lines.empty():
+        out.append(lines.get_nowait())
+    return out
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
