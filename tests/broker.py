@@ -52,12 +52,21 @@ class Broker:
                 self.process.wait()
 
 
-def start_broker(binary: Path, log: Path) -> Broker:
+def start_broker(binary: Path, log: Path, *extra: str) -> Broker:
+    """``extra``: more of Tansu's options (``--authentication``: SASL required)."""
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [
+                str(binary),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                *extra,
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -37,6 +37,7 @@ __all__ = [
     "GaveUp",
     "Retries",
     "Stopped",
+    "check_login",
     "classify",
     "interruptible",
     "permanent_error",
@@ -185,6 +186,30 @@ def classify(exc: BaseException) -> ClientFailure | None:
     if isinstance(exc, OSError | TimeoutError):
         return ClientFailure(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
     return None
+
+
+def check_login(config: dict[str, Any], timeout: float = 5.0) -> None:
+    """Connect once with librdkafka (``config``: confluent-kafka's form of the settings)
+    and raise a permanent failure it reports, e.g. a refused login, as ``ClientError``.
+
+    kafka-python retries a refused login until its bootstrap times out, and says
+    ``KafkaTimeoutError``, the same as a broker that is down; librdkafka names it (to
+    ``error_cb``). The recorders on kafka-python ask librdkafka first.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    reported: list[Any] = []
+    admin = AdminClient({"log_level": 2} | config | {"error_cb": reported.append})
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException:
+        admin.poll(0)  # serves error_cb
+        for error in reported:
+            failure = classify(KafkaException(error))
+            if failure is not None and failure.permanent:
+                raise ClientError(failure.kind, failure.detail) from None
+        raise
 
 
 def permanent_error(failure: ClientFailure) -> KstoreError:

@@ -51,6 +51,7 @@ from kstore.record._failures import (
     ClientFailure,
     Retries,
     Stopped,
+    check_login,
     interruptible,
     permanent_error,
 )
@@ -532,9 +533,9 @@ class KafkaAdminView:
             def _describe_groups_process_response(self, response: Any) -> Any:
                 return {group.group_id: group for group in response.groups}
 
-        self._client = _RawDescribe(
-            **settings.kafka_python(client_id="kstore-poller", bootstrap_timeout_ms=5000)
-        )
+        options = settings.kafka_python(client_id="kstore-poller", bootstrap_timeout_ms=5000)
+        check_login(settings.confluent())
+        self._client = _RawDescribe(**options)
 
     def group_ids(self) -> list[str]:
         return sorted({g["group_id"] for g in self._client.list_groups()})

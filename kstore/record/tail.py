@@ -249,6 +249,7 @@ class KafkaTopicSource:
         # librdkafka logs every failed connection attempt (hundreds a second with a
         # broker down): critical ones only, unless -X log_level says otherwise; the
         # recorder says what failed itself, one line per retry.
+        self._errors: list[Any] = []
         config = {"log_level": 2} | settings.confluent(
             **{
                 "group.id": "kstore-recorder",
@@ -256,6 +257,10 @@ class KafkaTopicSource:
                 "enable.partition.eof": False,
                 "allow.auto.create.topics": False,
                 "logger": logging.getLogger("kstore.record.librdkafka"),
+                # librdkafka retries a failed login by itself and tells only error_cb:
+                # kept, so that a wrong password is an authentication failure, not a
+                # broker that seems down.
+                "error_cb": self._errors.append,
             }
         )
         try:
@@ -281,7 +286,12 @@ class KafkaTopicSource:
         from confluent_kafka import KafkaError, TopicCollection
         from confluent_kafka.admin import AdminClient
 
-        metadata = self._consumer.list_topics(topic, timeout=timeout)
+        try:
+            metadata = self._consumer.list_topics(topic, timeout=timeout)
+        except Exception:
+            self._consumer.poll(0)  # serves error_cb
+            self._raise_permanent()
+            raise
         found = metadata.topics.get(topic)
         error = found.error if found is not None else None
         if found is None or (
@@ -308,6 +318,7 @@ class KafkaTopicSource:
         from confluent_kafka import KafkaError
 
         messages = self._consumer.consume(num_messages=500, timeout=timeout)
+        self._raise_permanent()
         records = []
         for message in messages:
             error = message.error()
@@ -335,6 +346,14 @@ class KafkaTopicSource:
                 )
             )
         return records
+
+    def _raise_permanent(self) -> None:
+        """Raise the first permanent error librdkafka reported to error_cb, if any."""
+        errors, self._errors[:] = list(self._errors), []
+        for error in errors:
+            failure = classify(self._kafka_exception(error))
+            if failure is not None and failure.permanent:
+                raise ClientError(failure.kind, failure.detail)
 
     @staticmethod
     def _kafka_exception(error: Any) -> BaseException:

@@ -155,3 +155,39 @@ def test_sigterm_stops_a_poller_within_2_s_idle_or_stuck_on_a_down_broker(
     took, out, err, code = stop_within(down, "polling every", signal.SIGTERM, 1.0)
     assert code == 0 and took < 2, (took, err)
     assert out.startswith("0 polls, 0 events stored")
+
+
+@pytest.mark.parametrize("recorder", ["offsets", "poll"])
+def test_a_refused_login_is_one_line_exit_2_not_a_broker_down(
+    tmp_path: Path, recorder: str
+) -> None:
+    """Tansu with --authentication refuses a user it does not know. librdkafka tells only
+    its error callback and reports the metadata request as a transport failure, and
+    kafka-python says only that its bootstrap timed out; both recorders read librdkafka's
+    callback and say authentication, at once."""
+    from tests.broker import start_broker, tansu_binary
+
+    binary = tansu_binary()
+    assert binary is not None
+    secured = start_broker(binary, tmp_path / "tansu.log", "--authentication")
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    secret = "n0t-her-Pa55word"
+    try:
+        command = kstore(store, recorder, "--all-groups", "--bootstrap-server", secured.bootstrap)
+        for setting in (
+            "security.protocol=SASL_PLAINTEXT",
+            "sasl.mechanism=SCRAM-SHA-512",
+            "sasl.username=mallory",
+            f"sasl.password={secret}",
+        ):
+            command += ["-X", setting]
+        done, took = run(command)
+    finally:
+        secured.stop()
+    assert done.returncode == 2, done.stderr
+    (line,) = error_lines(done.stderr)
+    assert line.startswith("kstore: error: authentication: _AUTHENTICATION:"), line
+    assert "SASL authentication error" in line
+    assert "retry 1" not in done.stderr and secret not in done.stderr + done.stdout
+    assert took < 15
