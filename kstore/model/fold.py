@@ -106,7 +106,7 @@ class GroupState:
         """Advance by one event (the stream's next); odd facts are applied as they are."""
         if self.stream is None:
             self.stream = event.stream
-        elif event.stream != self.stream:
+        elif (event.cluster, event.group, event.timeline) != self.stream:
             raise ValueError(f"event {event.event_id} is of {event.stream}, not {self.stream}")
         self.version += 1
         self.at = event.at

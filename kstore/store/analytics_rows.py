@@ -65,6 +65,7 @@ ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {
 """Table -> its columns, in the catalogue's order (``kstore.store.catalogue``)."""
 
 _Ints = npt.NDArray[np.int64]
+_NONE = np.iinfo(np.int64).max
 _Bools = npt.NDArray[np.bool_]
 
 
@@ -185,7 +186,7 @@ class AnalyticsRows:
         revoked = _revoked(previous, decision)
         subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
         names = sorted(
-            {tp[0] for tp in tps}
+            set(decision.topic_names)
             | {tp[0] for _, tp in revoked}
             | {t for ts in subscribed.values() for t in ts}
         )
@@ -204,8 +205,9 @@ class AnalyticsRows:
         prev = decision.prev
         # eligible[m, t]: m is a member at E and subscribes to t
         eligible = np.zeros((len(mcode), width), dtype=np.bool_)
-        for m, ts in subscribed.items():
-            eligible[mcode[m], [tcode[t] for t in ts]] = True
+        pairs = [(mcode[m], tcode[t]) for m, ts in subscribed.items() for t in ts]
+        if pairs:
+            eligible[tuple(np.array(pairs, dtype=np.int64).T)] = True
         at_e = np.zeros(len(mcode), dtype=np.bool_)
         at_e[[mcode[m] for m in members]] = True
 
@@ -233,13 +235,15 @@ class AnalyticsRows:
             "double_assigned": _counts(topic, decision.tp_first & decision.shared, width),
             "subscribers": eligible.sum(axis=0),
         }
-        rows: list[tuple[Any, ...]] = []
-        for t, name in enumerate(names):
-            subscribers = eligible[:, t]
-            spread = topic_loads[subscribers, t]
-            imbalance = int(spread.max() - spread.min()) if spread.size else None
-            rows.append((name, *(int(counts[c][t]) for c in _TOPIC_COUNTS), imbalance))
-        self._add("kstore_topic_stats", key, rows)
+        # Per topic, max - min of its subscribers' partitions of it (None: no subscriber).
+        most = np.where(eligible, topic_loads, -1).max(axis=0, initial=-1).tolist()
+        least = np.where(eligible, topic_loads, _NONE).min(axis=0, initial=_NONE).tolist()
+        spreads = [None if hi < 0 else hi - lo for hi, lo in zip(most, least, strict=True)]
+        self._add(
+            "kstore_topic_stats",
+            key,
+            list(zip(names, *(counts[c].tolist() for c in _TOPIC_COUNTS), spreads, strict=True)),
+        )
 
         counted = loads[at_e & eligible[:, exists].any(axis=1)]
         imbalance = excess = None

@@ -431,30 +431,34 @@ class Store:
         position = conn.rows("SELECT coalesce(max(last_position), 0) FROM kstore_streams")[0][0]
         heads = {s: self._head(conn, s, versions.get(s, _NEW).version).copy() for s in streams}
         projector = Projector()
-        rows: dict[str, list[Any]] = {name: [] for name in _EVENT_COLUMNS}
+        rows: list[tuple[Any, ...]] = []  # in the order of _EVENT_COLUMNS
         span: dict[StreamId, tuple[datetime, datetime, int]] = {}
         for event in batch:
             position += 1
-            head = heads[event.stream]
+            stream = event.stream
+            head = heads[stream]
             at_utc, offset = _utc(event.at)
             projector.feed(head, event, at_utc)
-            for name, value in (
-                ("position", position),
-                ("event_id", event.event_id),
-                ("cluster", event.cluster),
-                ("group_id", event.group),
-                ("timeline", event.timeline),
-                ("version", head.state.version),
-                ("type", event.type),
-                ("at", at_utc),
-                ("at_offset_s", offset),
-                ("schema_version", event.data.schema_version),
-                ("data", event.data.model_dump_json(exclude_none=True)),
-            ):
-                rows[name].append(value)
-            first, last, _ = span.get(event.stream, (at_utc, at_utc, 0))
-            span[event.stream] = (min(first, at_utc), max(last, at_utc), position)
-        conn.insert("kstore_events", _arrow(rows))
+            data = event.data
+            rows.append(
+                (
+                    position,
+                    event.event_id,
+                    *stream,
+                    head.state.version,
+                    data.type_name(),
+                    at_utc,
+                    offset,
+                    data.schema_version,
+                    data.model_dump_json(exclude_none=True),
+                )
+            )
+            first, last, _ = span.get(stream, (at_utc, at_utc, 0))
+            span[stream] = (min(first, at_utc), max(last, at_utc), position)
+        columns = zip(*rows, strict=True)
+        conn.insert(
+            "kstore_events", _arrow(dict(zip(_EVENT_COLUMNS, map(list, columns), strict=True)))
+        )
         self._store_rows(conn, projector)
         self._store_heads(conn, heads, span, versions)
         return heads
@@ -477,6 +481,8 @@ class Store:
         cached = self._heads.get(stream)
         if cached is not None and cached.state.version == version:
             return cached
+        if version == 0:  # a new stream: nothing to read
+            return StreamHead()
         head = self._from_snapshot(conn, stream, version) or StreamHead()
         projector = Projector(keep=False)
         for stored in self._stream_events(conn, stream, head.state.version, version):
