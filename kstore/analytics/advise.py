@@ -7,8 +7,8 @@ finds it whole), and ``advice`` reads the answer from the timelines: one row per
 strategy, best first, with its protocol (from the catalogue) and how far it is from
 optimal. Disruption is churn plus partitions left without an owner for a round (what a
 cooperative round withholds): both stop a partition being consumed. A partial replay
-(``complete`` false) is ranked with the others over the prefix of the source it covers
-(``compared_to``, as ``compare`` does).
+(``complete`` false) is ranked with the others over the prefix of the source it covers,
+as ``compare`` sums them.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ ADVICE_COLUMNS = [
     "disruption_above_optimal",
     "stickiness",
     "imbalance",
-    "compared_to",
 ]
 
 
@@ -58,7 +57,7 @@ def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> 
         row["protocol"] = known_protocol(name)
     rows.sort(key=lambda r: (r["disruption"], r["churn"], r["timeline"] != source, r["strategy"]))
     # A replay cut short would look cheap: compare sums every timeline over the source
-    # versions the partial ones cover (compared_to), and `complete` says which are.
+    # versions the partial ones cover, and `complete` says which are.
     out = [
         tuple(rank if c == "rank" else r[c] for c in ADVICE_COLUMNS)
         for rank, r in enumerate(rows, start=1)

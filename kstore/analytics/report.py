@@ -64,14 +64,13 @@ def partial(table: Result) -> list[str]:
         if row["complete"] is False:
             lines.append(
                 f"{row['timeline']} is partial: it has decided up to version "
-                f"{row['decided_to']} of its source {row['source']} (now at "
-                f"{row['source_last']}); the timelines answering {row['source']} are "
-                f"compared over its versions 1-{row['compared_to']}"
+                f"{row['decided_to']} of its source's {row['source_last']}; the timelines "
+                f"answering that source are compared over its versions 1-{row['compared_to']}"
             )
         elif row["complete"] is None:
             lines.append(
-                f"{row['timeline']} replays {row['source']}, which is not in the store: "
-                "how far it has decided is not known"
+                f"{row['timeline']} replays a timeline that is not in the store: how far "
+                "it has decided is not known"
             )
     return lines
 

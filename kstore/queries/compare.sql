@@ -4,7 +4,8 @@
 -- on. A partial timeline is compared over the prefix it covers: every timeline given
 -- that answers the same source (the source itself and its replays) is summed over its
 -- rebalances answering source versions up to the least `decided_to` of the partial ones
--- among them (`compared_to`; else its own `decided_to`).
+-- among them (`compared_to`; else its own `decided_to`). The `coverage` query names
+-- each timeline's source.
 -- Parameters: $group (required), $cluster (default 'default'), $timelines (comma
 -- separated; NULL: all of the group's).
 -- Required: $group
@@ -29,7 +30,6 @@ SELECT m.timeline,
        avg(m.imbalance) AS imbalance,
        sum(m.excess) AS excess,
        sum(m.unassigned) AS unassigned,
-       c.source,
        c.decided_to,
        c.source_last,
        c.compared_to

@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks._fleet import group_events
 from kstore.analytics import run_query
+from kstore.analytics.advise import advice
 from kstore.analytics.replay import replay, replay_events
 from kstore.analytics.report import compare, partial
 from kstore.commands.simulate import _override
@@ -193,3 +194,23 @@ def test_a_rebalance_started_again_after_the_absorbed_follow_up_is_decided(
     ]
     assert answered == [4, 7, 7, 10]
     assert _coverage(store, "g")["replay/cooperative-sticky"] == ("recorded", 10, 10, True)
+
+
+def test_the_advice_says_which_replays_are_partial_and_ranks_them_over_the_prefix(
+    store: Store,
+) -> None:
+    source = list(group_events("g", 60, seed=9))
+    store.append(source)
+    replay(store, group="g", strategy="range")
+    replay(store, group="g", strategy="optimal", stop=_stopper(len(source) // 3))
+    found = advice(store, "g", "default")
+    assert found is not None
+    rows = {r["timeline"]: r for r in found.records()}
+    assert {t: r["complete"] for t, r in rows.items()} == {
+        "recorded": True,
+        "replay/range": True,
+        "replay/optimal": False,
+    }
+    table = {r["timeline"]: r for r in compare(store, "g", list(rows), "default").records()}
+    assert all(rows[t]["churn"] == table[t]["churn"] for t in rows)
+    assert len({r["rebalances"] for r in rows.values()}) == 1
