@@ -214,3 +214,24 @@ def test_the_advice_says_which_replays_are_partial_and_ranks_them_over_the_prefi
     table = {r["timeline"]: r for r in compare(store, "g", list(rows), "default").records()}
     assert all(rows[t]["churn"] == table[t]["churn"] for t in rows)
     assert len({r["rebalances"] for r in rows.values()}) == 1
+
+
+def test_a_replay_stored_before_decisions_named_their_source_still_resumes(
+    store: Store,
+) -> None:
+    """A kstore before this stored replays whose decisions name no source: such a
+    prefix is still resumed (its decisions as they are), the new ones name it."""
+    source = list(group_events("g", 30, seed=4))
+    store.append(source)
+    stream = StreamId("default", "g", "replay/sticky")
+    old = []
+    for event in replay_events(source[: len(source) // 2], stream, "sticky"):
+        if isinstance(event.data, AssignmentCompleted):
+            data = event.data.model_copy(update={"source": None, "source_version": None})
+            event = event.model_copy(update={"data": data})
+        old.append(event)
+    store.append(old)
+    assert _coverage(store, "g")["replay/sticky"] == ("replay/sticky",) + (len(old),) * 2 + (True,)
+    done = replay(store, group="g", strategy="sticky", resume=True)
+    assert done.resumed == len(old) and done.rebalances > 0
+    assert _coverage(store, "g")["replay/sticky"] == ("recorded", len(source), len(source), True)
