@@ -45,6 +45,11 @@ def _running(settings: KafkaSettings | None) -> Iterator[threading.Event]:
         handler.addFilter(RedactingFilter(settings))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
+    # kafka-python's own errors pass the same filter (else Python's last-resort
+    # handler would print them as they are).
+    client_log = logging.getLogger("kafka")
+    client_log.addHandler(handler)
+    client_log.setLevel(logging.ERROR)
     stop = threading.Event()
 
     def request_stop(signum: int, _frame: object) -> None:
@@ -58,6 +63,7 @@ def _running(settings: KafkaSettings | None) -> Iterator[threading.Event]:
         for sig, handler_before in previous.items():
             signal.signal(sig, handler_before)
         log.removeHandler(handler)
+        client_log.removeHandler(handler)
 
 
 def record_offsets(
