@@ -278,9 +278,9 @@ class ClassicGroupSim(GroupSim):
         if self.phase != PREPARING:
             return
         self.queue.cancel(_JOIN_TIMER)
-        for member_id in list(self.state.members):
-            member = self.state.members[member_id]
-            if member_id not in self.awaiting and member.instance_id is None:
+        awaiting = self.awaiting
+        for member_id in [m for m in self.state.members if m not in awaiting]:
+            if self.state.members[member_id].instance_id is None:
                 self._drop_unjoined(member_id)
         if self.state.members and not self._elect_joined_leader():
             self.queue.schedule(

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from kstore.cli import app
+from kstore.model.events import Event
 from kstore.protocol.group import ResumeMismatch
-from kstore.simulate import ScenarioError, generate, load_scenario, parse_scenario, run_scenario
+from kstore.simulate import (
+    ScenarioError,
+    generate,
+    load_scenario,
+    parse_scenario,
+    run_scenario,
+    runner,
+)
+from kstore.store.interface import AppendResult
 from kstore.store.log import Store
+from kstore.store.memory import MemoryStore
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
 
@@ -83,3 +95,34 @@ def test_cli_simulate_generated(tmp_path: Path) -> None:
     assert stored and all(e["group"] == "autoscaling-5-6-4" for e in stored)
     bad = CliRunner().invoke(app, ["--store", str(db), "simulate", "--generate", "nope"])
     assert bad.exit_code != 0
+
+
+class _CountingStore(MemoryStore):
+    """A store that remembers the size of each append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def append(self, events: Iterable[Event], *args: Any, **kwargs: Any) -> AppendResult:
+        batch = list(events)
+        self.batches.append(len(batch))
+        return super().append(batch, *args, **kwargs)
+
+
+def test_appends_grow_to_a_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each append costs the store time that grows with what it holds: a long run hands
+    # over ever larger batches (twice the last, up to a cap), not equal small ones.
+    monkeypatch.setattr(runner, "FLUSH_EVERY", 50)
+    monkeypatch.setattr(runner, "FLUSH_MOST", 300)
+    scenario = generate("steady-churn", members=6, steps=600, seed=3)
+    store = _CountingStore()
+    result = run_scenario(scenario, store=store, timeline="sim/grow", seed=3)
+    assert result.appended == sum(store.batches) > 1_500
+    full = store.batches[:-1]
+    assert full[:3] == [
+        pytest.approx(50, abs=5),
+        pytest.approx(100, abs=5),
+        pytest.approx(200, abs=5),
+    ]
+    assert all(300 <= n <= 305 for n in full[3:]) and len(full) > 4
