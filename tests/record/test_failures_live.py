@@ -157,9 +157,9 @@ def test_sigterm_stops_a_poller_within_2_s_idle_or_stuck_on_a_down_broker(
     assert out.startswith("0 polls, 0 events stored")
 
 
-@pytest.mark.parametrize("recorder", ["offsets", "poll"])
+@pytest.mark.parametrize(("recorder", "jaas"), [("offsets", False), ("poll", True)])
 def test_a_refused_login_is_one_line_exit_2_not_a_broker_down(
-    tmp_path: Path, recorder: str
+    tmp_path: Path, recorder: str, jaas: bool
 ) -> None:
     """Tansu with --authentication refuses a user it does not know. librdkafka tells only
     its error callback and reports the metadata request as a transport failure, and
@@ -175,13 +175,19 @@ def test_a_refused_login_is_one_line_exit_2_not_a_broker_down(
     secret = "n0t-her-Pa55word"
     try:
         command = kstore(store, recorder, "--all-groups", "--bootstrap-server", secured.bootstrap)
-        for setting in (
-            "security.protocol=SASL_PLAINTEXT",
-            "sasl.mechanism=SCRAM-SHA-512",
-            "sasl.username=mallory",
-            f"sasl.password={secret}",
-        ):
-            command += ["-X", setting]
+        login = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=SCRAM-SHA-512"]
+        if jaas:  # Kafka's form: a multi-line sasl.jaas.config in a properties file
+            config = tmp_path / "client.properties"
+            config.write_text(
+                "\n".join(login) + "\nsasl.jaas.config=org.apache.kafka.common.security.scram."
+                'ScramLoginModule required \\\n  username="mallory" \\\n'
+                f'  password="{secret}";\n'
+            )
+            command += ["--command-config", str(config)]
+        else:
+            login += ["sasl.username=mallory", f"sasl.password={secret}"]
+            for setting in login:
+                command += ["-X", setting]
         done, took = run(command)
     finally:
         secured.stop()
