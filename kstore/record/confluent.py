@@ -30,7 +30,7 @@ import json
 import logging
 import os
 import sys
-import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -63,7 +63,10 @@ __all__ = [
 
 log = logging.getLogger("kstore.record")
 _METADATA_MAGIC = b"CGMDv2:"
-ReportKind = Literal["assign", "revoke", "lost", "close"]
+ReportKind = Literal["assign", "revoke", "lost", "close", "present"]
+"""``present``: the member found itself in a new generation, outside any callback (a
+cooperative member whose partitions do not change, or a new one given nothing yet, may
+get no callback in it)."""
 REPORTED_REASON = "from member reports"
 
 TopicPartition = tuple[str, int]
@@ -89,6 +92,9 @@ class MemberReport:
     topics: list[str]
     strategy: str
     partition_counts: dict[str, int] = field(default_factory=dict)
+    client: str = ""
+    """The member's client library and version (``librdkafka 2.16.0``; empty in reports
+    of older listeners)."""
 
     @classmethod
     def from_json(cls, line: str, where: str) -> MemberReport:
@@ -131,55 +137,127 @@ def group_generation(consumer: Any) -> int:
 class RecordingListener:
     """Rebalance callbacks for one confluent-kafka consumer that report to ``reports``.
 
-    Use ``subscribe(consumer, topics)`` instead of ``consumer.subscribe``, and
-    ``close(consumer)`` instead of ``consumer.close()``.
+    Use ``subscribe(consumer, topics)`` instead of ``consumer.subscribe``,
+    ``poll(consumer, timeout)`` instead of ``consumer.poll`` (or call ``flush(consumer)``
+    after each of your own polls) and ``close(consumer)`` instead of ``consumer.close()``.
+
+    A callback calls nothing of the client: librdkafka aborts the consumer
+    (``CallState_get: cs != NULL``) when a client call inside a rebalance callback
+    serves callbacks itself, as a metadata call does under cooperative-sticky. A callback
+    only notes what it is given (its partitions, what the member then holds, the time).
+    The member id and the generation are read once the poll that ran the callbacks has
+    returned, on the application's thread, and the reports written then (a read from
+    another thread waits for every ``poll`` in progress: confluent-kafka serves one call
+    of a consumer at a time). ``poll`` polls in slices of ``slice_s`` seconds, so the
+    read comes at most that long after the callback; the generation moves only when a
+    JoinGroup answer arrives, after the rejoin the callback's return lets librdkafka
+    send. An eager revocation is dated with the generation of the member's last
+    assignment (it comes before the member joins again).
     """
 
-    def __init__(self, reports: Path | str, group: str, strategy: str) -> None:
+    def __init__(
+        self, reports: Path | str, group: str, strategy: str, *, slice_s: float = 0.05
+    ) -> None:
         self.group = group
         self.strategy = strategy
         self.topics: list[str] = []
         self.holds: set[TopicPartition] = set()
+        self.member_id: str | None = None
+        """The member id as last read (None before the first poll in a group)."""
         self.generation = -1
+        """The generation as last read (-1 before the first poll in a group)."""
+        self.client = librdkafka_client()
+        self.slice_s = slice_s
         self._seq = 0
         self._cooperative = protocol_of(strategy) == "cooperative"
         directory = Path(reports)
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / f"{group}.{os.getpid()}.{uuid.uuid4().hex[:8]}.jsonl"
-        self._lock = threading.Lock()
         self._partition_counts: dict[str, int] = {}
+        self._noted: list[_Callback] = []
+        self._present = -1
 
     def subscribe(self, consumer: Any, topics: Sequence[str]) -> None:
         self.topics = sorted(topics)
-        # Counted here, never inside a rebalance callback: librdkafka aborts
-        # (``CallState_get: cs != NULL``) on a metadata call there under cooperative-sticky.
         self._partition_counts = self._counts(consumer)
         consumer.subscribe(
             list(topics), on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost
         )
 
-    def close(self, consumer: Any) -> None:
+    def poll(self, consumer: Any, timeout: float | None = None) -> Any:
+        """``consumer.poll(timeout)`` (None: wait for a message), reporting the callbacks it
+        ran and each new generation the member finds itself in."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            left = self.slice_s if deadline is None else deadline - time.monotonic()
+            message = consumer.poll(max(0.0, min(self.slice_s, left)))
+            self.flush(consumer)
+            self._presence(consumer)
+            if message is not None or (deadline is not None and time.monotonic() >= deadline):
+                return message
+
+    def flush(self, consumer: Any) -> None:
+        """Report the callbacks noted since the last flush (call it outside any callback)."""
+        if not self._noted:
+            return
+        before = self.generation
         member_id, generation = consumer.memberid(), group_generation(consumer)
+        noted, self._noted = self._noted, []
+        for callback in noted:
+            # An eager member revokes before it joins again: in the generation of its
+            # last assignment.
+            eager_revoke = callback.kind == "revoke" and not self._cooperative and before >= 0
+            self._report(
+                member_id or self.member_id,
+                before if eager_revoke else generation,
+                callback,
+                counts=True,
+            )
+        self.member_id = member_id or self.member_id
+        self.generation = generation
+
+    def close(self, consumer: Any) -> None:
+        """Leave the group: the revocation ``close`` calls back with is reported with the
+        member id and generation read just before."""
+        self.flush(consumer)
+        self.member_id, self.generation = consumer.memberid(), group_generation(consumer)
         consumer.close()
-        self._report(None, member_id, generation, "close", [])
+        noted, self._noted = self._noted, []
+        for callback in noted:
+            self._report(self.member_id, self.generation, callback, counts=True)
+        self._report(
+            self.member_id, self.generation, _Callback("close", [], [], _now()), counts=False
+        )
 
     def on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds = (self.holds | set(pairs)) if self._cooperative else set(pairs)
-        self._callback(consumer, "assign", pairs)
+        self._note("assign", pairs)
 
     def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds -= set(pairs)
-        self._callback(consumer, "revoke", pairs)
+        self._note("revoke", pairs)
 
     def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds -= set(pairs)
-        self._callback(consumer, "lost", pairs)
+        self._note("lost", pairs)
 
-    def _callback(self, consumer: Any, kind: ReportKind, pairs: list[TopicPartition]) -> None:
-        self._report(consumer, consumer.memberid(), group_generation(consumer), kind, pairs)
+    def _presence(self, consumer: Any) -> None:
+        """A ``present`` report for a generation the member is in and was not called back
+        in (yet). It makes no generation of its own in the merge: a generation whose
+        JoinGroup round never completed is called back in by nobody."""
+        generation = group_generation(consumer)
+        if generation < 0 or generation in (self.generation, self._present):
+            return
+        self._present = generation
+        member_id = consumer.memberid() or self.member_id
+        callback = _Callback("present", [], sorted(self.holds), _now())
+        self._report(member_id, generation, callback, counts=True)
+
+    def _note(self, kind: ReportKind, pairs: list[TopicPartition]) -> None:
+        self._noted.append(_Callback(kind, sorted(pairs), sorted(self.holds), _now()))
 
     def _counts(self, consumer: Any) -> dict[str, int]:
         counts = {}
@@ -194,33 +272,49 @@ class RecordingListener:
         return counts
 
     def _report(
-        self,
-        consumer: Any,
-        member_id: str | None,
-        generation: int,
-        kind: ReportKind,
-        pairs: list[TopicPartition],
+        self, member_id: str | None, generation: int, callback: _Callback, *, counts: bool
     ) -> None:
         if not member_id or generation < 0:
+            log.warning("%s: a %s callback outside any generation", self.group, callback.kind)
             return
-        with self._lock:
-            self._seq += 1
-            self.generation = generation
-            report = MemberReport(
-                group=self.group,
-                member_id=member_id,
-                generation=generation,
-                seq=self._seq,
-                kind=kind,
-                at=datetime.now(UTC).timestamp(),
-                partitions=sorted(pairs),
-                holds=sorted(self.holds),
-                topics=self.topics,
-                strategy=self.strategy,
-                partition_counts=dict(self._partition_counts) if consumer is not None else {},
-            )
-            with open(self.path, "a", encoding="utf-8") as out:
-                out.write(json.dumps(asdict(report)) + "\n")
+        self._seq += 1
+        report = MemberReport(
+            group=self.group,
+            member_id=member_id,
+            generation=generation,
+            seq=self._seq,
+            kind=callback.kind,
+            at=callback.at,
+            partitions=callback.partitions,
+            holds=callback.holds,
+            topics=self.topics,
+            strategy=self.strategy,
+            partition_counts=dict(self._partition_counts) if counts else {},
+            client=self.client,
+        )
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(asdict(report)) + "\n")
+
+
+@dataclass(frozen=True)
+class _Callback:
+    """What one rebalance callback was given, and what the member then held."""
+
+    kind: ReportKind
+    partitions: list[TopicPartition]
+    holds: list[TopicPartition]
+    at: float
+
+
+def _now() -> float:
+    return datetime.now(UTC).timestamp()
+
+
+def librdkafka_client() -> str:
+    """``librdkafka`` and the version of the librdkafka under confluent-kafka."""
+    import confluent_kafka
+
+    return f"librdkafka {confluent_kafka.libversion()[0]}"
 
 
 def read_reports(directory: Path | str, group: str | None = None) -> list[MemberReport]:
@@ -280,11 +374,18 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     for report in reports:
         if report.kind != "close":
             by_generation.setdefault(report.generation, []).append(report)
+    # A generation is one somebody was called back in; presence alone makes none.
+    by_generation = {
+        generation: round_reports
+        for generation, round_reports in by_generation.items()
+        if any(report.kind != "present" for report in round_reports)
+    }
 
     events: list[Event] = []
     members: dict[str, list[str]] = {}
     holds: dict[str, list[TopicPartition]] = {}
     counts: dict[str, int] = {}
+    cooperative: dict[str, bool] = {}
     for generation, round_reports in sorted(by_generation.items()):
         out: list[EventData] = []
         last = {report.member_id: report for report in round_reports}
@@ -293,7 +394,13 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        present = set(last) | {m for m in members if span[m][0] < generation < span[m][1]}
+        taken = {tp for report in last.values() for tp in report.holds + report.partitions}
+        present = set(last) | {
+            m
+            for m in members
+            if span[m][0] < generation < span[m][1]
+            or _carried(m, generation, holds.get(m, []), cooperative, closed, taken)
+        }
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
             out.append(MemberLeft(member_id=member_id, reason=reason))
@@ -311,6 +418,8 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
             members[member_id] = report.topics
             holds[member_id] = report.held_in_generation(closed.get(member_id) == generation)
         strategy = round_reports[-1].strategy
+        cooperative.update((report.member_id, report.cooperative) for report in round_reports)
+        clients = {report.client for report in round_reports}
         out.append(RebalanceStarted(generation=generation, reason=REPORTED_REASON))
         out.append(
             AssignmentCompleted(
@@ -318,6 +427,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 strategy=strategy,
                 assignment={m: holds.get(m, []) for m in sorted(members)},
                 protocol=protocol_of(strategy),
+                client=clients.pop() if len(clients) == 1 and "" not in clients else None,
             )
         )
         # The generation's first report: later ones (a revocation ending it, a member
@@ -330,6 +440,27 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         at = max(r.at for r in reports if r.kind == "close" and r.member_id in members)
         events.extend(_events(cluster, group, "end", at, list(gone)))
     return events
+
+
+def _carried(
+    member_id: str,
+    generation: int,
+    held: list[TopicPartition],
+    cooperative: dict[str, bool],
+    closed: dict[str, int],
+    taken: set[TopicPartition],
+) -> bool:
+    """A cooperative member that did not report in ``generation`` (and never after) is
+    still in it while it holds partitions nobody else was given: librdkafka calls back
+    only members whose partitions change, and a departed member's partitions go to
+    others in the generation after its departure. One that closed, or holds nothing,
+    cannot be told from a departed one."""
+    return (
+        cooperative.get(member_id, False)
+        and closed.get(member_id, generation) >= generation
+        and bool(held)
+        and not set(held) & taken
+    )
 
 
 def _events(

@@ -44,6 +44,7 @@ from kafka.protocol.consumer.metadata import (
     ConsumerProtocolSubscription,
 )
 
+import kstore
 from kstore.assignors import AssignmentRequest, MemberSubscription, assign, strategies
 from kstore.model.events import StreamId
 from kstore.model.strategies import protocol_of
@@ -84,6 +85,12 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self._writer: ThreadPoolExecutor | None = None
         self._store_writer = Writer(store) if store is not None else None
         self._written: Future[None] | None = None
+
+    @property
+    def client(self) -> str:
+        """The library that computes the group's assignments (``AssignmentCompleted.client``):
+        kstore, whose assignors are Kafka's Java ones."""
+        return f"kstore {kstore.__version__}"
 
     @property
     def name(self) -> str:
@@ -208,7 +215,9 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         for attempt in range(3):
             try:
                 state = writer.state(stream)
-                events = diff(group, state, partition_counts, at, self.cluster, generation)
+                events = diff(
+                    group, state, partition_counts, at, self.cluster, generation, self.client
+                )
                 result = writer.write(events)
                 break
             except ConcurrencyError:

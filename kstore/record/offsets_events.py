@@ -31,6 +31,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+import re
 from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -81,10 +83,12 @@ __all__ = [
     "DumpFormatError",
     "OffsetsEventBuilder",
     "RawRecord",
+    "client_of_id",
     "events_from_dump",
     "read_dump",
 ]
 
+log = logging.getLogger("kstore.record")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The coordinator's first configured assignor (group.consumer.assignors) by default.
 _DEFAULT_SERVER_ASSIGNOR = "uniform"
@@ -159,10 +163,18 @@ def _pairs(topics: tuple[TopicPartitions, ...]) -> list[tuple[str, int]]:
 class _Emitter:
     """Collects the events of one record, numbering them for their ids."""
 
-    def __init__(self, cluster: str, group: str, raw: RawRecord) -> None:
+    def __init__(
+        self,
+        cluster: str,
+        group: str,
+        raw: RawRecord,
+        said: set[tuple[str, str | None]] | None = None,
+    ) -> None:
         self.cluster = cluster
         self.group = group
         self.raw = raw
+        self.said = set() if said is None else said
+        """What the builder has said already (groups and client ids it cannot tell)."""
         self.events: list[dict[str, Any]] = []
 
     def emit(self, data: EventData, *, at: RawRecord | None = None) -> None:
@@ -220,6 +232,7 @@ class OffsetsEventBuilder:
         self.groups = None if groups is None else frozenset(groups)
         self._state = _State.model_validate(state or {})
         self.ignored = 0
+        self._said: set[tuple[str, str | None]] = set()
 
     def state(self) -> dict[str, Any]:
         """The per-group state to persist with the recorder's position."""
@@ -252,7 +265,7 @@ class OffsetsEventBuilder:
             return []
         current = self._state.groups.get(group)
         working = current.model_copy(deep=True) if current is not None else _Group()
-        out = _Emitter(self.cluster, group, raw)
+        out = _Emitter(self.cluster, group, raw, self._said)
         try:
             keep = self._apply(record, working, out)
         except _BadEvent as exc:
@@ -378,6 +391,42 @@ def _non_negative(value: int) -> int | None:
 # -- classic groups ----------
 
 
+_JAVA_CLIENT_ID = re.compile(r"consumer-(?P<group>.*)-\d+")
+_KAFKA_PYTHON_CLIENT_ID = re.compile(r"kafka-python-(?P<version>\d[\w.+-]*)")
+
+
+def client_of_id(client_id: str, group: str) -> str | None:
+    """The client library a consumer's client id names, where it is its library's default
+    (``rdkafka``: librdkafka; ``kafka-python-3.0.12``: kafka-python 3.0.12;
+    ``consumer-<group>-<n>``: Kafka's Java client); None where it cannot be told (any
+    id the application chose). A coordinator's records carry no library or version, so
+    this is all the offsets recorder can see; librdkafka's and Java's versions are not
+    in their default ids."""
+    if client_id == "rdkafka":
+        return "librdkafka"
+    found = _KAFKA_PYTHON_CLIENT_ID.fullmatch(client_id)
+    if found is not None:
+        return f"kafka-python {found.group('version')}"
+    found = _JAVA_CLIENT_ID.fullmatch(client_id)
+    if found is not None and found.group("group") == group:
+        return "java"
+    return None
+
+
+def _say_unknown_client(out: _Emitter, client_id: str | None) -> None:
+    """Said once per group and leader's client id by a builder, however many generations
+    follow."""
+    if (out.group, client_id) in out.said:
+        return
+    out.said.add((out.group, client_id))
+    log.info(
+        "group %s: the leader's client library cannot be told from its client id %r: "
+        "AssignmentCompleted.client left out (a replay uses Kafka's Java assignors)",
+        out.group,
+        client_id,
+    )
+
+
 def _classic_member(member: MemberMetadata) -> _Member:
     topics = list(member.subscription.topics) if member.subscription else []
     return _Member(topics=topics, instance_id=member.group_instance_id)
@@ -456,6 +505,10 @@ def _classic(value: GroupMetadataValue, track: _Group, out: _Emitter) -> None:
             _topic_changed(track, out, topic, count, track.racks.get(topic))
     strategy = value.protocol or "unknown"
     protocol = wire_protocol(strategy)
+    leader = members.get(value.leader or "")
+    client = client_of_id(leader.client_id, out.group) if leader is not None else None
+    if client is None:
+        _say_unknown_client(out, leader.client_id if leader is not None else None)
     out.emit(
         _data(
             AssignmentCompleted,
@@ -464,6 +517,7 @@ def _classic(value: GroupMetadataValue, track: _Group, out: _Emitter) -> None:
             assignment=assignment,
             leader=value.leader,
             protocol=protocol,
+            client=client,
         )
     )
     track.completed = value.generation

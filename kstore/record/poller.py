@@ -175,11 +175,13 @@ def _changes(
     state: GroupState,
     topics: Mapping[str, int],
     generation: int | None,
+    client: str | None = None,
 ) -> list[EventData]:
     """The data of the events, in order, that bring ``state`` to what ``group`` shows.
 
     ``generation``: the group's generation when known (then always a new one), or None
-    to infer one when the assignment changed.
+    to infer one when the assignment changed. ``client``: the library that computed the
+    assignment, when known (``AssignmentCompleted.client``).
     """
     out: list[EventData] = []
     for topic in sorted(relevant_topics(group, state)):
@@ -252,6 +254,8 @@ def _changes(
     }
     if protocol is not None:
         payload["protocol"] = protocol
+    if client is not None:
+        payload["client"] = client
     out.append(AssignmentCompleted(**payload))
     return out
 
@@ -279,6 +283,7 @@ def diff(
     at: datetime,
     cluster: str = "default",
     generation: int | None = None,
+    client: str | None = None,
 ) -> list[Event]:
     """Events that bring the ``recorded`` stream (folded into ``state``) to ``group``.
 
@@ -297,7 +302,7 @@ def diff(
             f"{stream.cluster}/{stream.group}/{state.version}/{i}",
             content=True,
         )
-        for i, data in enumerate(_changes(group, state, topics, generation))
+        for i, data in enumerate(_changes(group, state, topics, generation, client))
     ]
 
 

@@ -18,6 +18,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +130,23 @@ def confluent(
 ) -> None:
     from confluent_kafka import Consumer
 
-    from kstore.record.confluent import RecordingListener
+    from kstore.record.confluent import RecordingListener, group_generation
 
     write = _writer(out)
+    inside: list[str] = []  # the callback running, on any thread
+    calls = out.with_suffix(".calls")
+
+    class Watched(Consumer):  # type: ignore[misc]
+        """The real consumer; a client call made while a rebalance callback runs is noted."""
+
+        def __getattribute__(self, name: str) -> Any:
+            if inside and not name.startswith("__"):
+                with open(calls, "a", encoding="utf-8") as noted:
+                    noted.write(f"{inside[-1]}: {name}\n")
+            return super().__getattribute__(name)
+
     listener = RecordingListener(reports, group, strategy)
-    consumer = Consumer(
+    consumer = Watched(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -144,19 +157,42 @@ def confluent(
             "topic.metadata.refresh.interval.ms": 1000,
         }
     )
-    on_assign = listener.on_assign
 
-    def assigned(c: Any, partitions: list[Any]) -> None:
-        on_assign(c, partitions)
-        write(c.memberid(), listener.generation, sorted(listener.holds))
+    def watched(name: str, callback: Any) -> Any:
+        def run(c: Any, partitions: list[Any]) -> None:
+            inside.append(name)
+            try:
+                callback(c, partitions)
+            finally:
+                inside.pop()
 
-    listener.on_assign = assigned  # type: ignore[method-assign,assignment]
+        return run
+
+    for name in ("on_assign", "on_revoke", "on_lost"):
+        setattr(listener, name, watched(name, getattr(listener, name)))
     listener.subscribe(consumer, topics)
+    seen: tuple[int, list[tuple[str, int]]] | None = None
+    written: tuple[int, list[tuple[str, int]]] | None = None
+    since, eager = 0.0, strategy != "cooperative-sticky"
     while not stop.is_set():
         if switch.is_set():
             switch.clear()
             listener.subscribe(consumer, following)
-        consumer.poll(0.2)
+        listener.poll(consumer, 0.2)
+        # What the member holds in each generation, read outside the callbacks once it
+        # has held for a second (a join in flight may end in another generation), also
+        # in a generation that called it back with nothing (cooperative) or not at all;
+        # not the nothing an eager member holds while it joins again.
+        now = (
+            group_generation(consumer),
+            sorted((tp.topic, tp.partition) for tp in consumer.assignment()),
+        )
+        rejoining = eager and not now[1] and written is not None and written[0] == now[0]
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif now[0] >= 0 and now != written and not rejoining and time.monotonic() - since >= 1:
+            write(consumer.memberid(), *now)
+            written = now
     listener.close(consumer)
 
 

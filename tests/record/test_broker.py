@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,10 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import confluent_kafka
 import pytest
 
+from kstore import __version__ as kstore_version
 from kstore.analytics.replay import replay_events
 from kstore.model import Event, StreamId, fold
+from kstore.model.strategies import SAME
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
 from kstore.store.log import Store
 from tests.broker import Broker
@@ -59,9 +63,16 @@ def produce(broker: Broker, topic: str, records: list[RawRecord]) -> None:
     assert producer.flush(10) == 0
 
 
-def create_topic(broker: Broker, topic: str) -> None:
+def create_topic(broker: Broker, topic: str, partitions: int | None = None) -> None:
+    """``topic`` with ``partitions`` (None: Tansu's default of 4, by producing to it)."""
     from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
 
+    if partitions is not None:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+            future.result(10)
+        return
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     producer.produce(topic, value=b"")
     assert producer.flush(10) == 0
@@ -114,18 +125,74 @@ def test_the_tailer_records_a_topic_stops_on_sigterm_and_resumes(
     assert [e.to_dict() for e in events_of(store)] == expected_all
 
 
+def kcat_environment(workdir: Path) -> dict[str, str]:
+    """kcat's environment with the librdkafka of the confluent-kafka wheel (2.16) in place
+    of Debian's (2.0, which cannot talk to Tansu): a folder holding it under its plain
+    name, first on ``LD_LIBRARY_PATH``."""
+    import confluent_kafka
+
+    wheel_libs = Path(confluent_kafka.__file__).parent.parent / "confluent_kafka.libs"
+    (library,) = wheel_libs.glob("librdkafka-*.so.1")
+    folder = workdir / "librdkafka"
+    folder.mkdir(exist_ok=True)
+    link = folder / "librdkafka.so.1"
+    if not link.exists():
+        link.symlink_to(library)
+    return {**os.environ, "LD_LIBRARY_PATH": str(folder)}
+
+
+_KCAT_REBALANCE = re.compile(
+    r"% Group \S+ rebalanced(?:: incremental (?P<step>assignment|revoke) of \d+ partition\(s\))?"
+    r" \(memberid (?P<member>[^,)]+)[^)]*\): (?:(?P<kind>assigned|revoked): )?(?P<partitions>.*)"
+)
+
+
+def kcat_lines(log: str) -> list[dict[str, Any]]:
+    """What a kcat member held after each of its rebalances, from its own messages (no
+    generation: kcat does not print it)."""
+    held: set[tuple[str, int]] = set()
+    lines = []
+    for text in log.splitlines():
+        found = _KCAT_REBALANCE.fullmatch(text.strip())
+        if found is None:
+            continue
+        partitions = {(t, int(p)) for t, p in re.findall(r"(\S+) \[(\d+)\]", found["partitions"])}
+        if found["kind"] == "assigned":
+            held = partitions
+        elif found["kind"] == "revoked":
+            held = set()
+        elif found["step"] == "assignment":
+            held |= partitions
+        else:
+            held -= partitions
+        if found["kind"] == "assigned" or found["step"] == "assignment":
+            line = {"member": found["member"], "generation": None, "partitions": sorted(held)}
+            lines.append(json.loads(json.dumps(line)))
+    return lines
+
+
 class Members:
-    """Member processes of one group, and what each was given."""
+    """Member processes of one group, and what each was given.
+
+    kafka-python and confluent-kafka members are ``tests.record._members`` processes
+    (recorded: kstore's assignor, the listener); ``start_kcat`` adds librdkafka's own
+    consumer, recorded by nobody.
+    """
 
     def __init__(
         self, kind: str, broker: Broker, group: str, strategy: str, target: Path, workdir: Path
     ) -> None:
         self.args = [kind, broker.bootstrap, group, strategy]
+        self.broker = broker
+        self.group = group
         self.strategy = strategy
         self.target = target
         self.workdir = workdir
         self.processes: list[subprocess.Popen[bytes]] = []
         self.outs: list[Path] = []
+        self.killed: set[int] = set()
+        self.until: dict[int, int] = {}
+        """The last generation of members that left (index -> generation)."""
 
     def start(self, topics: str, following: str | None = None) -> int:
         out = self.workdir / f"member-{len(self.outs)}.jsonl"
@@ -141,23 +208,49 @@ class Members:
             *([following] if following else []),
         ]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        with open(out.with_suffix(".log"), "wb") as log:
-            process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-            )
+        return self._run(command, env, out, out.with_suffix(".log"))
+
+    def start_kcat(self, topic: str) -> int:
+        """kcat -G: librdkafka's own consumer, no kstore inside."""
+        out = self.workdir / f"member-{len(self.outs)}.kcat"
+        command = ["kcat", "-b", self.broker.bootstrap, "-G", self.group, topic, "-o", "end"]
+        for setting in (
+            f"partition.assignment.strategy={self.strategy}",
+            "session.timeout.ms=6000",
+            "heartbeat.interval.ms=500",
+            "topic.metadata.refresh.interval.ms=1000",
+        ):
+            command += ["-X", setting]
+        return self._run(command, kcat_environment(self.workdir), out, out)
+
+    def _run(self, command: list[str], env: dict[str, str], out: Path, log: Path) -> int:
+        with open(log, "wb") as to:
+            # kcat's standard output would be the messages: its log is its standard error.
+            stdout = subprocess.DEVNULL if log == out else to
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=stdout, stderr=to)
         self.processes.append(process)
         self.outs.append(out)
         return len(self.outs) - 1
 
     def given(self, index: int) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.outs[index].read_text().splitlines()]
+        text = self.outs[index].read_text(errors="replace")
+        if self.outs[index].suffix == ".kcat":
+            return kcat_lines(text)
+        return [json.loads(line) for line in text.splitlines()]
 
     def all_given(self) -> list[dict[str, Any]]:
-        return [line for index in range(len(self.outs)) for line in self.given(index)]
+        """Every line of a recorded member (kcat's lines have no generation)."""
+        return [
+            line
+            for index in range(len(self.outs))
+            for line in self.given(index)
+            if line["generation"] is not None
+        ]
 
     def report(self) -> str:
         """What each member was given, and where their logs are, for a timeout's message."""
-        return f"{self.all_given()} (member logs: {self.workdir}/member-*.log)"
+        lines = [self.given(index) for index in range(len(self.outs))]
+        return f"{lines} (member logs: {self.workdir}/member-*)"
 
     def last_lines(self) -> list[dict[str, Any]]:
         """Each live member's last line."""
@@ -172,6 +265,12 @@ class Members:
         """Each live member's last assignment, by member id."""
         return {line["member"]: line["partitions"] for line in self.last_lines()}
 
+    def generation(self) -> int:
+        """The generation the live recorded members are in (once settled)."""
+        (found,) = {line["generation"] for line in self.last_lines()} - {None}
+        assert isinstance(found, int)
+        return found
+
     def settled(self, partitions: int, count: int) -> Callable[[], bool]:
         """``count`` live members hold ``partitions`` partitions between them, once each,
         all in the same generation (a member may not have reported the newest yet)."""
@@ -179,7 +278,7 @@ class Members:
         def check() -> bool:
             lines = self.last_lines()
             held = sorted(tuple(tp) for line in lines for tp in line["partitions"])
-            generations = {line["generation"] for line in lines}
+            generations = {line["generation"] for line in lines} - {None}
             return (
                 len(lines) == count
                 and len(generations) == 1
@@ -188,23 +287,76 @@ class Members:
 
         return check
 
-    def stop_all(self) -> None:
+    def wait_settled(self, partitions: int, count: int, what: str, timeout: float = 90) -> None:
+        wait_until(self.settled(partitions, count), timeout, what, self.report)
+
+    def close(self, index: int) -> None:
+        """SIGTERM: the member leaves the group cleanly, and exits 0."""
+        generation = self.generation()
+        self.processes[index].terminate()
+        assert self.processes[index].wait(timeout=30) == 0, self.report()
+        self.until[index] = generation
+
+    def kill(self, index: int) -> None:
+        """SIGKILL: a crash."""
+        generation = self.generation()
+        self.processes[index].send_signal(signal.SIGKILL)
+        self.processes[index].wait(timeout=10)
+        self.killed.add(index)
+        self.until[index] = generation
+
+    def assert_none_died(self) -> None:
+        """Every member not killed or closed is still running."""
+        for index, process in enumerate(self.processes):
+            if index not in self.until:
+                assert process.poll() is None, f"member {index} died: {self.report()}"
+        calls = [p.read_text() for p in self.workdir.glob("member-*.calls")]
+        assert not any(calls), f"client calls inside rebalance callbacks: {calls}"
+
+    def stop_all(self) -> list[int | None]:
+        """SIGTERM to every live member; their exit statuses (None: had to be killed)."""
         for process in self.processes:
             if process.poll() is None:
                 process.terminate()
+        statuses: list[int | None] = []
         for process in self.processes:
             try:
-                process.wait(timeout=20)
+                statuses.append(process.wait(timeout=20))
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait()
+                statuses.append(None)
+        return statuses
+
+
+def join_close_kill_join(
+    members: Members, topic: str, partitions: int, start: Callable[[str], int] | None = None
+) -> None:
+    """Two members join, then a third (``start``: how, default a recorded member); the
+    first closes; the second is SIGKILLed; one more joins. Nobody else dies."""
+    start = start or members.start
+    members.start(topic)
+    members.wait_settled(partitions, 1, "the first member")
+    members.start(topic)
+    members.wait_settled(partitions, 2, "two members")
+    start(topic)
+    members.wait_settled(partitions, 3, "three members")
+    members.close(1)
+    members.wait_settled(partitions, 2, "the close")
+    members.kill(2)
+    members.wait_settled(partitions, 1, "the kill to be noticed")
+    start(topic)
+    members.wait_settled(partitions, 2, "the last join")
+    members.assert_none_died()
 
 
 def recorded_assignments(events: list[Event]) -> list[dict[str, Any]]:
     return [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
 
 
-def assert_replay_gives_back(events: list[Event], strategy: str) -> None:
-    """``kstore replay``'s decisions on the recorded history are the recorded ones.
+def assert_replay_gives_back(events: list[Event], strategy: str = SAME) -> None:
+    """``kstore replay``'s decisions on the recorded history are the recorded ones
+    (``same``: each generation with the flavour of the client that decided it).
 
     A cooperative replay makes the follow-up round a withholding decision needs; the
     recorded history has that round too, as the group's next generation, and the replay
@@ -221,19 +373,54 @@ def assert_replay_gives_back(events: list[Event], strategy: str) -> None:
     assert replayed == [done["assignment"] for done in recorded_assignments(events)]
 
 
-def assert_recorded_as_given(store: Store, members: Members) -> list[Event]:
-    """What each member held in each generation is what the store recorded for it then;
-    the last recorded generation is what the live members hold; the replay agrees."""
-    events = events_of(store)
+def check_record(
+    events: list[Event], members: Members, latest: dict[str, Any], settled: int
+) -> None:
+    """The record against what the members were given, up to generation ``settled`` (in
+    which the live members held ``latest``):
+
+    - no generation missed, none invented: the recorded generations are those the
+      recorded members reported;
+    - what each member held in each generation is what was recorded for it then;
+    - each recorded member is in every generation from its first to its last (also one
+      that called it back with nothing), and in no other;
+    - ``settled`` is what the live members (kcat ones too) hold;
+    - a replay with the same strategy gives every recorded assignment back.
+    """
     by_generation = {
-        done["generation"]: done["assignment"] for done in recorded_assignments(events)
+        done["generation"]: done["assignment"]
+        for done in recorded_assignments(events)
+        if done["generation"] <= settled
     }
-    given = members.all_given()
-    assert given
-    for line in given:
-        assert by_generation[line["generation"]][line["member"]] == line["partitions"], line
-    assert recorded_assignments(events)[-1]["assignment"] == members.latest()
-    assert_replay_gives_back(events, members.strategy)
+    # A member's last line of a generation is what it was given in it (a cooperative
+    # member may give some back later in the generation).
+    held = {
+        (line["member"], line["generation"]): line["partitions"]
+        for line in members.all_given()
+        if line["generation"] <= settled
+    }
+    assert sorted(by_generation) == sorted({g for _, g in held}), (
+        sorted(by_generation),
+        members.report(),
+    )
+    for (member, generation), partitions in held.items():
+        assert by_generation[generation].get(member) == partitions, (member, generation)
+    for index in range(len(members.outs)):
+        own = [line for line in members.given(index) if line["generation"] is not None]
+        if not own:
+            continue
+        first, last = own[0]["generation"], members.until.get(index, settled)
+        member = own[0]["member"]
+        inside = [g for g, assignment in sorted(by_generation.items()) if member in assignment]
+        assert inside == [g for g in sorted(by_generation) if first <= g <= last], (member, index)
+    assert by_generation[settled] == latest
+    assert_replay_gives_back(events)
+
+
+def assert_recorded_as_given(store: Store, members: Members) -> list[Event]:
+    """``check_record`` on the store's record, up to the generation the members are in."""
+    events = events_of(store)
+    check_record(events, members, members.latest(), members.generation())
     return events
 
 
@@ -250,22 +437,25 @@ def last_recorded_is_latest(store: Store, members: Members) -> Callable[[], bool
     return check
 
 
-def kafka_python_crash(broker: Broker, store: Store, workdir: Path) -> None:
-    """Three range members; one is killed."""
+def kafka_python_and_kcat(broker: Broker, store: Store, workdir: Path) -> None:
+    """kafka-python members (kstore's recording assignor, range) and kcat (librdkafka's
+    consumer, recorded by nobody itself): two kafka-python members join, then kcat; a
+    kafka-python member closes; kcat is SIGKILLed; another kcat joins. The kafka-python
+    leader records every member, kcat's too."""
+    create_topic(broker, "kp-orders", 6)
     members = Members("kafka-python", broker, "kp-group", "range", store.path, workdir)
     try:
-        for _ in range(3):
-            members.start("kp-orders")
-        wait_until(members.settled(4, 3), 60, "three members to settle", members.report)
-        # Killed only once recorded: a leader killed before its write loses that generation.
-        wait_until(last_recorded_is_latest(store, members), 60, "the record", members.report)
-        members.processes[0].send_signal(signal.SIGKILL)  # a crash
-        wait_until(members.settled(4, 2), 60, "the crash to be noticed", members.report)
+        join_close_kill_join(members, "kp-orders", 6, start=members.start_kcat)
         wait_until(last_recorded_is_latest(store, members), 60, "the record", members.report)
         events = assert_recorded_as_given(store, members)
-        assert [e.type for e in events].count("MemberLeft") == 1
+        left = [e.data.to_dict()["member_id"] for e in events if e.type == "MemberLeft"]
+        kcats = [members.given(index)[-1]["member"] for index in (2, 3)]
+        assert kcats[1] in members.latest() and left[-1] == kcats[0]  # the killed kcat
+        clients = {d["client"] for d in recorded_assignments(events)}
+        assert clients == {f"kstore {kstore_version}"}
     finally:
-        members.stop_all()
+        statuses = members.stop_all()
+    assert [statuses[i] for i in (0, 3)] == [0, 0], members.report()
 
 
 def kafka_python_growing_topic(broker: Broker, store: Store, workdir: Path) -> None:
@@ -340,7 +530,7 @@ def kafka_python_cooperative(broker: Broker, store: Store, workdir: Path) -> Non
         wait_until(members.settled(4, 2), 60, "two members", members.report)
         members.start("kp-coop")
         wait_until(members.settled(4, 3), 90, "the third member (two rounds)", members.report)
-        members.processes[0].terminate()
+        members.close(0)
         wait_until(members.settled(4, 2), 90, "the first member's leaving", members.report)
         wait_until(last_recorded_is_latest(store, members), 60, "the record", members.report)
         events = assert_recorded_as_given(store, members)
@@ -358,7 +548,7 @@ def test_kafka_python_groups_recorded_by_their_leaders(broker: Broker, tmp_path:
     """Four groups at once: a crash, a topic gaining partitions, a subscription change,
     a cooperative-sticky group; each recorded into a store of its own by its leader."""
     scenarios = [
-        kafka_python_crash,
+        kafka_python_and_kcat,
         kafka_python_growing_topic,
         kafka_python_subscription_change,
         kafka_python_cooperative,
@@ -375,40 +565,87 @@ def test_kafka_python_groups_recorded_by_their_leaders(broker: Broker, tmp_path:
             future.result()
 
 
-@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
-def test_confluent_members_reports_merge_into_the_group_history(
-    broker: Broker, store: Store, tmp_path: Path, strategy: str
-) -> None:
-    reports = tmp_path / "reports"
-    group, topic = f"ck-group-{strategy}", f"ck-orders-{strategy}"
-    members = Members("confluent", broker, group, strategy, reports, tmp_path)
-    create_topic(broker, topic)  # librdkafka consumers do not create topics
+def confluent_family(broker: Broker, store: Store, workdir: Path, strategy: str) -> list[Event]:
+    """confluent-kafka members with the listener: two join, a third; one closes; one is
+    SIGKILLed; one more joins. Merged (twice: the second stores nothing), the record is
+    checked against what they were given (``check_record``)."""
+    reports = workdir / "reports"
+    group = topic = f"ck-{strategy}"
+    members = Members("confluent", broker, group, strategy, reports, workdir)
+    create_topic(broker, topic, 6)  # librdkafka consumers do not create topics
     try:
-        members.start(topic)
-        members.start(topic)
-        wait_until(members.settled(4, 2), 60, "two members to settle", members.report)
-        members.start(topic)
-        wait_until(members.settled(4, 3), 60, "three members to settle", members.report)
-        members.processes[1].send_signal(signal.SIGKILL)
-        wait_until(members.settled(4, 2), 60, "the crash to be noticed", members.report)
-        latest = members.latest()
-        (settled_generation,) = {line["generation"] for line in members.last_lines()}
+        join_close_kill_join(members, topic, 6)
+        latest, settled = members.latest(), members.generation()
     finally:
-        members.stop_all()
+        statuses = members.stop_all()
+    assert [statuses[i] for i in (0, 3)] == [0, 0], members.report()
     merge = kstore(store.path, "record", "merge", "--reports", str(reports), "--settle", "0")
-    run: dict[str, Any] = dict(capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
-    first = subprocess.run(merge, **run)
-    again = subprocess.run(merge, **run)
+    first = subprocess.run(merge, **RUN)
+    again = subprocess.run(merge, **RUN)
     assert "(0 new" in again.stdout, (first.stdout, again.stdout)
     events = events_of(store)
-    done = recorded_assignments(events)
-    by_generation = {d["generation"]: d["assignment"] for d in done}
-    for line in members.all_given():
-        assert by_generation[line["generation"]][line["member"]] == line["partitions"], line
-    # Members leaving at the end may make one more generation: the settled one is checked.
-    assert by_generation[settled_generation] == latest
+    check_record(events, members, latest, settled)
     left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
-    assert sorted(d["reason"] for d in left) == ["leave", "leave", "other"]
+    assert sorted(d["reason"] for d in left) == ["leave", "leave", "leave", "other"]
     assert fold(events).members == {}  # everyone left in the end
-    if strategy != "cooperative-sticky":  # gap: cooperative replay vs recorded interim generations
-        assert_replay_gives_back(events, strategy)
+    clients = {d["client"] for d in recorded_assignments(events)}
+    assert clients == {f"librdkafka {confluent_kafka.libversion()[0]}"}
+    return events
+
+
+RUN: dict[str, Any] = dict(capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
+
+
+def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir: Path) -> None:
+    """The live proof of the librdkafka flavours: a cooperative-sticky confluent-kafka
+    group recorded on Tansu replays to exactly its record with ``--strategy same``
+    (librdkafka's cooperative-sticky, as its client says), and ``compare`` puts Kafka's
+    Java assignor beside it, which would have decided otherwise."""
+    events = confluent_family(broker, store, workdir, "cooperative-sticky")
+    group = events[0].group
+    for strategy in ("same", "cooperative-sticky"):
+        subprocess.run(
+            kstore(store.path, "replay", "--group", group, "--strategy", strategy), **RUN
+        )
+    timelines = "recorded,replay/same,replay/cooperative-sticky"
+    table = subprocess.run(
+        kstore(
+            store.path, "compare", "--group", group, "--timelines", timelines, "--format", "json"
+        ),
+        **RUN,
+    )
+    rows = {row["timeline"]: row for row in json.loads(table.stdout)}
+    assert set(rows) == set(timelines.split(","))
+    same = {k: v for k, v in rows["replay/same"].items() if k != "timeline"}
+    assert same == {k: v for k, v in rows["recorded"].items() if k != "timeline"}
+
+    def decisions(timeline: str) -> list[dict[str, Any]]:
+        stream = StreamId("default", group, timeline)
+        done = [e for e in events_of(store) if e.stream == stream]
+        return [d["assignment"] for d in recorded_assignments(done)]
+
+    recorded = decisions("recorded")
+    assert decisions("replay/same") == recorded
+    java = decisions("replay/cooperative-sticky")
+    assert java != recorded  # librdkafka keeps an owner's last partitions, Java its first
+
+
+def test_three_client_families_recorded_live(broker: Broker, tmp_path: Path) -> None:
+    """confluent-kafka groups under range, roundrobin and cooperative-sticky (the last
+    also replayed and compared), at once with the kafka-python + kcat group of
+    ``test_kafka_python_groups_recorded_by_their_leaders``."""
+    jobs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+        (confluent_family, ("range",)),
+        (confluent_family, ("roundrobin",)),
+        (librdkafka_group_replays_and_compares, ()),
+    ]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        running = []
+        for index, (job, args) in enumerate(jobs):
+            workdir = tmp_path / f"{job.__name__}-{index}"
+            workdir.mkdir()
+            store = Store(workdir / "kstore.duckdb")
+            store.init()
+            running.append(pool.submit(job, broker, store, workdir, *args))
+        for future in running:
+            future.result()

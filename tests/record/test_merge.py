@@ -109,8 +109,9 @@ def histories(draw: st.DrawFn) -> History:
             reporter.emit(member, last, "close", set(), set())
             left.append((member, "leave"))
     # A cooperative member whose partitions did not change may not be called, as long as
-    # it reports again later (else nothing could tell it from a crashed one) and someone
-    # reports in that generation (else nothing could tell the generation happened).
+    # it reports again later or holds partitions (else nothing could tell it from a
+    # crashed one) and someone reports in that generation (else nothing could tell the
+    # generation happened).
     reports = reporter.reports
     dropped: set[int] = set()
     for index in silent_ok:
@@ -122,7 +123,7 @@ def histories(draw: st.DrawFn) -> History:
             r.generation == report.generation and i != index and i not in dropped
             for i, r in enumerate(reports)
         )
-        if later and others and draw(st.booleans()):
+        if (later or report.holds) and others and draw(st.booleans()):
             dropped.add(index)
     reports = [r for i, r in enumerate(reports) if i not in dropped]
     return History(strategy, assignments, left, reports)
@@ -200,6 +201,34 @@ def test_an_unsettled_generation_waits() -> None:
         0,
         1,
     ]
+
+
+def test_a_cooperative_member_never_called_again_keeps_its_partitions() -> None:
+    """As seen live (librdkafka 2.16, cooperative-sticky on Tansu): b is called in
+    generation 0 only; c joins (a gives up t1 in generation 1, c takes it in 2); b is
+    killed and its partitions go to a and c in generation 3."""
+    reporter = Reporter("cooperative-sticky", 4)
+    reporter.emit("a", 0, "assign", {("t", 0), ("t", 1)}, {("t", 0), ("t", 1)})
+    reporter.emit("b", 0, "assign", {("t", 2), ("t", 3)}, {("t", 2), ("t", 3)})
+    reporter.emit("a", 1, "revoke", {("t", 1)}, {("t", 0)})
+    reporter.emit("a", 1, "assign", set(), {("t", 0)})
+    reporter.emit("c", 2, "assign", {("t", 1)}, {("t", 1)})
+    settled = merge_reports(reporter.reports, cluster="prod")
+    reporter.emit("a", 3, "assign", {("t", 2)}, {("t", 0), ("t", 2)})
+    reporter.emit("c", 3, "assign", {("t", 3)}, {("t", 1), ("t", 3)})
+    events = merge_reports(reporter.reports, cluster="prod")
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    b = [["t", 2], ["t", 3]]
+    assert [c["assignment"] for c in completed] == [
+        {"a": [["t", 0], ["t", 1]], "b": b},
+        {"a": [["t", 0]], "b": b},
+        {"a": [["t", 0]], "b": b, "c": [["t", 1]]},
+        {"a": [["t", 0], ["t", 2]], "c": [["t", 1], ["t", 3]]},
+    ]
+    left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
+    assert left == [{"member_id": "b", "reason": "other"}]
+    # Before generation 3 is reported, b (silent since 0) and a (silent in 2) are still in.
+    assert summary(settled) == summary(events[: len(settled)])
 
 
 class _Consumer:

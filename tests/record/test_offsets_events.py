@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from kstore.record.offsets_events import (
     DumpFormatError,
     OffsetsEventBuilder,
     RawRecord,
+    client_of_id,
     events_from_dump,
     read_dump,
 )
@@ -226,6 +228,27 @@ def test_the_real_records_of_a_group_become_its_history() -> None:
     assert kinds(events)[-1] == "MemberLeft" and events[-1]["data"]["member_id"] == leader
     for event in events:
         parse_event(event)
+    # Their leader's client id is librdkafka's default: replayed with librdkafka's range.
+    assert {c["client"] for c in completed} == {"librdkafka"}
+
+
+def test_the_leaders_client_is_named_only_where_its_client_id_tells(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert client_of_id("rdkafka", "g") == "librdkafka"
+    assert client_of_id("kafka-python-3.0.12", "g") == "kafka-python 3.0.12"
+    assert client_of_id("consumer-g-1", "g") == "java"
+    for chosen in ("consumer-other-1", "orders-service", "kafka-python", "", "rdkafka-1"):
+        assert client_of_id(chosen, "g") is None, chosen
+    with caplog.at_level(logging.INFO, logger="kstore.record"):
+        events = run(CLASSIC)  # every member's client id is "client"
+    completed = [e["data"] for e in events if e["type"] == "AssignmentCompleted"]
+    assert completed and all("client" not in c for c in completed)
+    said = [r.getMessage() for r in caplog.records if "cannot be told" in r.getMessage()]
+    assert said == [
+        "group g: the leader's client library cannot be told from its client id 'client': "
+        "AssignmentCompleted.client left out (a replay uses Kafka's Java assignors)"
+    ]
 
 
 # -- KIP-848 ------------------------------------------------------------------------------
