@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 test: lint
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat)
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: $(STAMP)

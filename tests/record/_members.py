@@ -8,13 +8,17 @@ completes, writes what it then holds as one JSON line to OUT:
 {"member": id, "generation": g, "partitions": [[t, p], ...]}. SIGUSR1 switches its
 subscription to NEXT; SIGTERM makes it leave the group cleanly (close); SIGKILL is a
 crash. Metadata is refreshed every second, so a topic gaining partitions is noticed
-quickly.
+quickly. A confluent-kafka member writes its lines from outside the callbacks (see
+``confluent``), and notes in OUT with the suffix ``.calls`` any client call made while a
+rebalance callback runs; ``KSTORE_TEST_RDKAFKA_DEBUG`` (``cgrp,assignor`` ...) turns
+librdkafka's debug log on in its log.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -155,12 +159,20 @@ def confluent(
             "heartbeat.interval.ms": 500,
             "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": 1000,
+            **(
+                {"debug": os.environ["KSTORE_TEST_RDKAFKA_DEBUG"]}
+                if "KSTORE_TEST_RDKAFKA_DEBUG" in os.environ
+                else {}
+            ),
         }
     )
+
+    called: list[str] = []  # callbacks since the last poll
 
     def watched(name: str, callback: Any) -> Any:
         def run(c: Any, partitions: list[Any]) -> None:
             inside.append(name)
+            called.append(name)
             try:
                 callback(c, partitions)
             finally:
@@ -174,23 +186,30 @@ def confluent(
     seen: tuple[int, list[tuple[str, int]]] | None = None
     written: tuple[int, list[tuple[str, int]]] | None = None
     since, eager = 0.0, strategy != "cooperative-sticky"
+    synced: set[int] = set()
     while not stop.is_set():
         if switch.is_set():
             switch.clear()
             listener.subscribe(consumer, following)
         listener.poll(consumer, 0.2)
-        # What the member holds in each generation, read outside the callbacks once it
-        # has held for a second (a join in flight may end in another generation), also
-        # in a generation that called it back with nothing (cooperative) or not at all;
-        # not the nothing an eager member holds while it joins again.
+        # What the member holds in each generation it was given an assignment in (its
+        # SyncGroup answered: librdkafka then calls it back, with nothing if nothing
+        # changes), read outside the callbacks once it has held for a second; not the
+        # nothing an eager member holds while it joins again. A generation whose
+        # SyncGroup failed (Tansu fails a follower's at times) is none the member had.
         now = (
             group_generation(consumer),
             sorted((tp.topic, tp.partition) for tp in consumer.assignment()),
         )
+        if called:
+            called.clear()
+            synced.add(now[0])
         rejoining = eager and not now[1] and written is not None and written[0] == now[0]
         if now != seen:
             seen, since = now, time.monotonic()
-        elif now[0] >= 0 and now != written and not rejoining and time.monotonic() - since >= 1:
+        elif (
+            now[0] in synced and now != written and not rejoining and time.monotonic() - since >= 1
+        ):
             write(consumer.memberid(), *now)
             written = now
     listener.close(consumer)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from kstore import __version__ as kstore_version
 from kstore.analytics.replay import replay_events
 from kstore.model import Event, StreamId, fold
 from kstore.model.strategies import SAME
+from kstore.record.confluent import read_reports
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
 from kstore.store.log import Store
 from tests.broker import Broker
@@ -374,7 +376,12 @@ def assert_replay_gives_back(events: list[Event], strategy: str = SAME) -> None:
 
 
 def check_record(
-    events: list[Event], members: Members, latest: dict[str, Any], settled: int
+    events: list[Event],
+    members: Members,
+    latest: dict[str, Any],
+    settled: int,
+    *,
+    replay: bool = True,
 ) -> None:
     """The record against what the members were given, up to generation ``settled`` (in
     which the live members held ``latest``):
@@ -385,7 +392,10 @@ def check_record(
     - each recorded member is in every generation from its first to its last (also one
       that called it back with nothing), and in no other;
     - ``settled`` is what the live members (kcat ones too) hold;
-    - a replay with the same strategy gives every recorded assignment back.
+    - a replay with the same strategy gives every recorded assignment back (``replay``).
+
+    A member whose last generation is not known (``until`` -1) is checked from its first
+    line to its last, and to be gone by ``settled``.
     """
     by_generation = {
         done["generation"]: done["assignment"]
@@ -411,10 +421,19 @@ def check_record(
             continue
         first, last = own[0]["generation"], members.until.get(index, settled)
         member = own[0]["member"]
+        # In every generation from its first line to its last (also those it was not
+        # called back in) and none after; it may be in one before its first line, whose
+        # SyncGroup Tansu failed for it.
         inside = [g for g, assignment in sorted(by_generation.items()) if member in assignment]
-        assert inside == [g for g in sorted(by_generation) if first <= g <= last], (member, index)
+        if last == -1:  # left at a time, not a generation, known: somewhere after its last
+            expected = [g for g in sorted(by_generation) if first <= g <= own[-1]["generation"]]
+            assert set(expected) <= set(inside) and settled not in inside, (member, inside)
+            continue
+        expected = [g for g in sorted(by_generation) if first <= g <= last]
+        assert [g for g in inside if g >= first] == expected, (member, index, inside)
     assert by_generation[settled] == latest
-    assert_replay_gives_back(events)
+    if replay:
+        assert_replay_gives_back(events)
 
 
 def assert_recorded_as_given(store: Store, members: Members) -> list[Event]:
@@ -565,7 +584,9 @@ def test_kafka_python_groups_recorded_by_their_leaders(broker: Broker, tmp_path:
             future.result()
 
 
-def confluent_family(broker: Broker, store: Store, workdir: Path, strategy: str) -> list[Event]:
+def confluent_family(
+    broker: Broker, store: Store, workdir: Path, strategy: str, *, replay: bool = True
+) -> list[Event]:
     """confluent-kafka members with the listener: two join, a third; one closes; one is
     SIGKILLed; one more joins. Merged (twice: the second stores nothing), the record is
     checked against what they were given (``check_record``)."""
@@ -584,7 +605,7 @@ def confluent_family(broker: Broker, store: Store, workdir: Path, strategy: str)
     again = subprocess.run(merge, **RUN)
     assert "(0 new" in again.stdout, (first.stdout, again.stdout)
     events = events_of(store)
-    check_record(events, members, latest, settled)
+    check_record(events, members, latest, settled, replay=replay)
     left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
     assert sorted(d["reason"] for d in left) == ["leave", "leave", "leave", "other"]
     assert fold(events).members == {}  # everyone left in the end
@@ -596,12 +617,27 @@ def confluent_family(broker: Broker, store: Store, workdir: Path, strategy: str)
 RUN: dict[str, Any] = dict(capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
 
 
+def unsynced(reports: Path) -> set[int]:
+    """Generations in which a member was (its JoinGroup answer said so) but was called
+    back in nothing: its SyncGroup failed. Tansu does this to a follower whose SyncGroup
+    comes before a cooperative leader's rejoin (librdkafka's debug log: "SyncGroup
+    response: Broker: Group rebalance in progress"), where Kafka answers the follower
+    with the leader's assignment; the follower keeps what it held."""
+    by_member: dict[tuple[str, int], set[str]] = {}
+    for report in read_reports(reports):
+        by_member.setdefault((report.member_id, report.generation), set()).add(report.kind)
+    return {generation for (_, generation), kinds in by_member.items() if kinds == {"present"}}
+
+
 def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir: Path) -> None:
     """The live proof of the librdkafka flavours: a cooperative-sticky confluent-kafka
-    group recorded on Tansu replays to exactly its record with ``--strategy same``
-    (librdkafka's cooperative-sticky, as its client says), and ``compare`` puts Kafka's
-    Java assignor beside it, which would have decided otherwise."""
-    events = confluent_family(broker, store, workdir, "cooperative-sticky")
+    group recorded on Tansu (joins, a close, a kill, a join) replays with
+    ``--strategy same`` (librdkafka's cooperative-sticky, as its client says) to its
+    record, and ``compare`` puts Kafka's Java assignor beside it, which decides
+    otherwise. Exactly up to the first generation in which Tansu failed a member's
+    SyncGroup (``unsynced``): from there the member holds what it held, not what the
+    leader decided, and the replay goes on from the leader's decision."""
+    events = confluent_family(broker, store, workdir, "cooperative-sticky", replay=False)
     group = events[0].group
     for strategy in ("same", "cooperative-sticky"):
         subprocess.run(
@@ -616,18 +652,26 @@ def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir:
     )
     rows = {row["timeline"]: row for row in json.loads(table.stdout)}
     assert set(rows) == set(timelines.split(","))
-    same = {k: v for k, v in rows["replay/same"].items() if k != "timeline"}
-    assert same == {k: v for k, v in rows["recorded"].items() if k != "timeline"}
 
     def decisions(timeline: str) -> list[dict[str, Any]]:
         stream = StreamId("default", group, timeline)
         done = [e for e in events_of(store) if e.stream == stream]
-        return [d["assignment"] for d in recorded_assignments(done)]
+        return [d for d in recorded_assignments(done)]
 
     recorded = decisions("recorded")
-    assert decisions("replay/same") == recorded
-    java = decisions("replay/cooperative-sticky")
-    assert java != recorded  # librdkafka keeps an owner's last partitions, Java its first
+    same = [d["assignment"] for d in decisions("replay/same")]
+    java = [d["assignment"] for d in decisions("replay/cooperative-sticky")]
+    assert {d["strategy"] for d in decisions("replay/same")} == {"librdkafka:cooperative-sticky"}
+    differing = [i for i, d in enumerate(recorded) if i >= len(same) or same[i] != d["assignment"]]
+    exact = differing[0] if differing else len(recorded)
+    if differing:  # only where Tansu failed a SyncGroup
+        assert recorded[exact]["generation"] in unsynced(workdir / "reports"), (recorded, same)
+    else:
+        assert rows["replay/same"] | {"timeline": ""} == rows["recorded"] | {"timeline": ""}
+    assert exact >= 3, (recorded, same)  # at least the first join, the second and its follow-up
+    # Kafka's Java assignor keeps an owner's first partitions where librdkafka keeps its last.
+    assert java[:exact] != same[:exact]
+    print(f"librdkafka group: {len(recorded)} generations, replayed exactly: {exact}")
 
 
 def test_three_client_families_recorded_live(broker: Broker, tmp_path: Path) -> None:
@@ -649,3 +693,56 @@ def test_three_client_families_recorded_live(broker: Broker, tmp_path: Path) -> 
             running.append(pool.submit(job, broker, store, workdir, *args))
         for future in running:
             future.result()
+
+
+SOAK_SECONDS = float(os.environ.get("KSTORE_SOAK_SECONDS", "60"))
+"""How long the soak kills and restarts members (``make test``: 60 s; set 300 for five
+minutes)."""
+
+
+def test_soak_six_members_killed_and_restarted_no_generation_missed_or_invented(
+    broker: Broker, store: Store, tmp_path: Path
+) -> None:
+    """Six confluent-kafka members (cooperative-sticky, the listener) for SOAK_SECONDS:
+    every 2-6 s one is SIGKILLed or closed at random and a new one started. Merged, the
+    record has every generation a member was given something in, no other, and what
+    each member held in each of them."""
+    rng = random.Random(int(os.environ.get("KSTORE_SOAK_SEED", "17")))
+    reports, topic = tmp_path / "reports", "soak"
+    create_topic(broker, topic, 12)
+    members = Members("confluent", broker, "soak", "cooperative-sticky", reports, tmp_path)
+    kills = closes = 0
+    try:
+        for _ in range(6):
+            members.start(topic)
+        members.wait_settled(12, 6, "six members", timeout=120)
+        end = time.monotonic() + SOAK_SECONDS
+        while time.monotonic() < end:
+            time.sleep(rng.uniform(2, 6))
+            live = [i for i, p in enumerate(members.processes) if p.poll() is None]
+            victim = rng.choice(live)
+            if rng.random() < 0.5:
+                members.processes[victim].send_signal(signal.SIGKILL)
+                members.killed.add(victim)
+                kills += 1
+            else:
+                members.processes[victim].terminate()
+                closes += 1
+            members.until[victim] = -1  # left: its last generation is not checked
+            members.start(topic)
+        members.wait_settled(12, 6, "the six after the soak", timeout=180)
+        for index, process in enumerate(members.processes):
+            if index not in members.killed:
+                assert process.poll() in (None, 0), (index, members.report())
+        latest, settled = members.latest(), members.generation()
+    finally:
+        members.stop_all()
+    merge = kstore(store.path, "record", "merge", "--reports", str(reports), "--settle", "0")
+    subprocess.run(merge, **RUN)
+    events = events_of(store)
+    check_record(events, members, latest, settled, replay=False)
+    generations = [d["generation"] for d in recorded_assignments(events)]
+    print(
+        f"soak: {SOAK_SECONDS:.0f} s, {kills} kills, {closes} closes, "
+        f"{len(members.processes)} members, {len(generations)} generations recorded"
+    )
