@@ -14,8 +14,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import duckdb
-
+from benchmarks._bare import bare_seconds
 from kstore.model import AssignmentCompleted, Event
 from kstore.store.log import Store
 
@@ -43,29 +42,6 @@ def _events() -> list[Event]:
     return events
 
 
-def _bare_seconds(source: Path, target: Path, names: tuple[str, ...]) -> tuple[float, int]:
-    """Time to insert the rows kstore stored in ``names`` (as Arrow) into a new file."""
-    with duckdb.connect(str(source), read_only=True) as connection:
-        tables = {name: connection.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
-        ddl = {
-            name: connection.sql(
-                f"SELECT sql FROM duckdb_tables() WHERE table_name = '{name}'"
-            ).fetchall()[0][0]
-            for name in tables
-        }
-    rows = sum(t.num_rows for t in tables.values())
-    started = time.perf_counter()
-    with duckdb.connect(str(target)) as connection:
-        for name in tables:
-            connection.execute(ddl[name])
-        connection.begin()
-        for index, (name, table) in enumerate(tables.items()):
-            connection.register(f"bare_{index}", table)
-            connection.execute(f"INSERT INTO {name} SELECT * FROM bare_{index}")
-        connection.commit()
-    return time.perf_counter() - started, rows
-
-
 def main(quick: bool = False) -> None:
     """``quick`` changes nothing: the one case takes a few seconds."""
     events = _events()
@@ -77,8 +53,8 @@ def main(quick: bool = False) -> None:
         for lo in range(0, len(events), BATCH):
             store.append(events[lo : lo + BATCH])
         kstore_s = time.perf_counter() - started
-        bare_all_s, _ = _bare_seconds(path, Path(tmp) / "bare1.duckdb", (_LOG, *_PROJECTED))
-        bare_projected_s, rows = _bare_seconds(path, Path(tmp) / "bare2.duckdb", _PROJECTED)
+        bare_all_s, _ = bare_seconds(path, Path(tmp) / "bare1.duckdb", (_LOG, *_PROJECTED))
+        bare_projected_s, rows = bare_seconds(path, Path(tmp) / "bare2.duckdb", _PROJECTED)
     what = (
         f"{EVENTS} AssignmentCompleted of {PARTITIONS:,} partitions = {rows:,} projection "
         f"rows, batches of {BATCH}"

@@ -30,8 +30,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import duckdb
-
+from benchmarks._bare import bare_seconds
 from benchmarks._fleet import group_events
 from benchmarks.analytics import _stream
 from kstore.analytics.replay import replay
@@ -136,30 +135,6 @@ def _big_events(count: int) -> list[Event]:
     return events
 
 
-def _bare_seconds(source: Path, target: Path) -> tuple[float, int]:
-    """A bare load of every row of ``source``'s tables (as Arrow) into a new file."""
-    names = list(TABLES)
-    with duckdb.connect(str(source), read_only=True) as connection:
-        tables = {name: connection.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
-        ddl = {
-            name: connection.sql(
-                f"SELECT sql FROM duckdb_tables() WHERE table_name = '{name}'"
-            ).fetchall()[0][0]
-            for name in names
-        }
-    started = time.perf_counter()
-    with duckdb.connect(str(target)) as connection:
-        for name in names:
-            connection.execute(ddl[name])
-        connection.begin()
-        for name, table in tables.items():
-            connection.register("bare", table)
-            connection.execute(f"INSERT INTO {name} SELECT * FROM bare")
-            connection.unregister("bare")
-        connection.commit()
-    return time.perf_counter() - started, sum(t.num_rows for t in tables.values())
-
-
 def _big(tmp: Path, count: int) -> None:
     events = _big_events(count)
     for name, batch in (("the writer's batches", None), ("batches of", BIG_BATCH)):
@@ -174,7 +149,7 @@ def _big(tmp: Path, count: int) -> None:
             for lo in range(0, len(events), batch):
                 store.append(events[lo : lo + batch])
         seconds = time.perf_counter() - started
-        bare, rows = _bare_seconds(store.path, tmp / f"bare-{batch}.duckdb")
+        bare, rows = bare_seconds(store.path, tmp / f"bare-{batch}.duckdb", list(TABLES))
         ratio = bare / seconds
         how = name if batch is None else f"{name} {batch}"
         print(

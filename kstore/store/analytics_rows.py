@@ -44,24 +44,14 @@ import pyarrow as pa
 from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import GroupState
-from kstore.store.catalogue import arrow_schema, columns
+from kstore.store.catalogue import ANALYTICS, arrow_schema, columns
 
 __all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows", "Decision"]
 
 _KEY = ("cluster", "group_id", "timeline", "version")
 _TOPIC_COUNTS: tuple[str, ...] = ("assigned", "moved", "new", "revoked", "unassigned")
 _TOPIC_COUNTS += ("retainable", "kept", "double_assigned", "subscribers")
-ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {
-    table: columns(table)
-    for table in (
-        "kstore_rebalance_stats",
-        "kstore_topic_stats",
-        "kstore_members_at",
-        "kstore_topics_at",
-        "kstore_double_assignments",
-        "kstore_revocations",
-    )
-}
+ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {table: columns(table) for table in ANALYTICS}
 """Table -> its columns, in the catalogue's order (``kstore.store.catalogue``)."""
 
 _Ints = npt.NDArray[np.int64]

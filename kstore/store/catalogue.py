@@ -17,6 +17,7 @@ from typing import Literal
 import pyarrow as pa
 
 __all__ = [
+    "ANALYTICS",
     "ARROW_TYPES",
     "DERIVED",
     "HEAD",
@@ -142,10 +143,7 @@ TABLES: dict[str, tuple[Col, ...]] = {
 }
 
 
-DERIVED: tuple[str, ...] = (
-    "kstore_streams",
-    "kstore_assignments",
-    "kstore_ownership",
+ANALYTICS: tuple[str, ...] = (
     "kstore_rebalance_stats",
     "kstore_topic_stats",
     "kstore_members_at",
@@ -153,6 +151,8 @@ DERIVED: tuple[str, ...] = (
     "kstore_double_assignments",
     "kstore_revocations",
 )
+"""The analytics projections (``kstore.store.analytics_rows`` fills them)."""
+DERIVED: tuple[str, ...] = ("kstore_streams", "kstore_assignments", "kstore_ownership", *ANALYTICS)
 """The tables derived from the log (``rebuild`` refills them)."""
 
 
