@@ -3,16 +3,20 @@
 librdkafka does not hand the application the group's assignment; each member only
 learns its own partitions, in its rebalance callbacks. So every member installs a
 ``RecordingListener``, which appends one ``MemberReport`` per callback (``on_assign``,
-``on_revoke``, ``on_lost``, and ``close``) to a JSON Lines file of its own in a shared
-reports directory. A report says only what the member knows for certain: its member id,
-the group generation it is in (read from ``consumer_group_metadata()``), a sequence
+``on_revoke``, ``on_lost``), one at ``close``, and one ``present`` report for a
+generation the member finds itself in without a callback, to a JSON Lines file of its
+own in a shared reports directory. A report says only what the member knows for
+certain: its member id, the group generation it is in (read from
+``consumer_group_metadata()`` after the poll, never inside a callback), a sequence
 number of its own, the partitions of the callback, what it holds afterwards, its
-subscription and its topics' partition counts.
+subscription, its topics' partition counts and its client library.
 
 ``merge_reports`` groups the reports by generation, never by time, so delays and any
-order of arrival across members merge into the same events. A member is in a
-generation when it reported in it, or reported both before and after it (a cooperative
-member whose partitions did not change may get no callback). What it held in the
+order of arrival across members merge into the same events. A generation is one
+somebody was given an assignment in. A member is in a generation when it reported in it, when it
+reported both before and after it, or, cooperative, while it holds partitions nobody
+else was given (a cooperative member whose SyncGroup failed, or an older listener's
+member whose partitions did not change, may get no callback). What it held in the
 generation is what its last report of that generation says, where a revocation that
 ends the generation (every eager revocation, any ``lost``) counts what was held before
 it. A member missing from a generation has left: of its own accord when it reported
@@ -374,11 +378,14 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     for report in reports:
         if report.kind != "close":
             by_generation.setdefault(report.generation, []).append(report)
-    # A generation is one somebody was called back in; presence alone makes none.
+    # A generation is one somebody was given an assignment in (librdkafka calls every
+    # member whose SyncGroup succeeds back with one, empty or not). Presence alone makes
+    # none, nor does the revocation of a member closing in a JoinGroup round that never
+    # completed.
     by_generation = {
         generation: round_reports
         for generation, round_reports in by_generation.items()
-        if any(report.kind != "present" for report in round_reports)
+        if any(report.kind == "assign" for report in round_reports)
     }
 
     events: list[Event] = []

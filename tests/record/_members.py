@@ -22,7 +22,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -183,9 +182,8 @@ def confluent(
     for name in ("on_assign", "on_revoke", "on_lost"):
         setattr(listener, name, watched(name, getattr(listener, name)))
     listener.subscribe(consumer, topics)
-    seen: tuple[int, list[tuple[str, int]]] | None = None
     written: tuple[int, list[tuple[str, int]]] | None = None
-    since, eager = 0.0, strategy != "cooperative-sticky"
+    eager = strategy != "cooperative-sticky"
     synced: set[int] = set()
     while not stop.is_set():
         if switch.is_set():
@@ -194,9 +192,9 @@ def confluent(
         listener.poll(consumer, 0.2)
         # What the member holds in each generation it was given an assignment in (its
         # SyncGroup answered: librdkafka then calls it back, with nothing if nothing
-        # changes), read outside the callbacks once it has held for a second; not the
-        # nothing an eager member holds while it joins again. A generation whose
-        # SyncGroup failed (Tansu fails a follower's at times) is none the member had.
+        # changes), read outside the callbacks; not the nothing an eager member holds
+        # while it joins again. A generation whose SyncGroup failed (Tansu fails a
+        # follower's at times) is none the member had.
         now = (
             group_generation(consumer),
             sorted((tp.topic, tp.partition) for tp in consumer.assignment()),
@@ -205,11 +203,7 @@ def confluent(
             called.clear()
             synced.add(now[0])
         rejoining = eager and not now[1] and written is not None and written[0] == now[0]
-        if now != seen:
-            seen, since = now, time.monotonic()
-        elif (
-            now[0] in synced and now != written and not rejoining and time.monotonic() - since >= 1
-        ):
+        if now[0] in synced and now != written and not rejoining:
             write(consumer.memberid(), *now)
             written = now
     listener.close(consumer)

@@ -231,6 +231,28 @@ def test_a_cooperative_member_never_called_again_keeps_its_partitions() -> None:
     assert summary(settled) == summary(events[: len(settled)])
 
 
+def test_a_join_round_nobody_was_assigned_in_is_no_generation() -> None:
+    """As the 5-minute soak saw: generation 3's JoinGroup round never completed (every
+    SyncGroup failed); a and b found themselves in it, and b closed in it (revoking what
+    it held). Generation 4 then completed. 3 is no generation; b left before 4."""
+    reporter = Reporter("cooperative-sticky", 2)
+    reporter.emit("a", 2, "assign", {("t", 0)}, {("t", 0)})
+    reporter.emit("b", 2, "assign", {("t", 1)}, {("t", 1)})
+    reporter.emit("a", 3, "present", set(), {("t", 0)})
+    reporter.emit("b", 3, "present", set(), {("t", 1)})
+    reporter.emit("b", 3, "revoke", {("t", 1)}, set())
+    reporter.emit("b", 3, "close", set(), set())
+    reporter.emit("a", 4, "assign", {("t", 1)}, {("t", 0), ("t", 1)})
+    events = merge_reports(reporter.reports, cluster="prod")
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    assert [(c["generation"], c["assignment"]) for c in completed] == [
+        (2, {"a": [["t", 0]], "b": [["t", 1]]}),
+        (4, {"a": [["t", 0], ["t", 1]]}),
+    ]
+    left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
+    assert left == [{"member_id": "b", "reason": "leave"}]
+
+
 class _Consumer:
     def __init__(self, metadata: object) -> None:
         self.metadata = metadata
