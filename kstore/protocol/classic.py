@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Literal
 
 from kstore._java import HashSetOrder, hash_order, string_hash
-from kstore.assignors import AssignmentRequest, MemberSubscription, assign
+from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition, assign
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -361,6 +361,9 @@ class ClassicGroupSim(GroupSim):
         place among the expiries scheduled here."""
         now, clients, ledger = self.now, self.member_clients, self.ledger
         cooperative = self.protocol_name != "eager"
+        # Eager members revoked everything before joining: the ledger takes all their
+        # new partitions in one call at the end.
+        taken: list[tuple[str, tuple[TopicPartition, ...]]] = []
         for member_id, tps in self.state.assignment.items():
             client = clients.get(member_id)
             if client is None or member_id not in joined:
@@ -373,8 +376,11 @@ class ClassicGroupSim(GroupSim):
                     self.release(client, revoked)
                     rejoin = (client, client.life)
                     yield now + self.settings.poll_ms, f"rejoin:{client.spec.name}", rejoin
-            ledger.acquire(member_id, tps, now)
+                ledger.acquire(member_id, tps, now)
+            else:
+                taken.append((member_id, tps))
             client.owned.update(tps)
+        ledger.acquire_each(taken, now)
 
     # --- members: rejoining -----------------------------------------------------------------
 

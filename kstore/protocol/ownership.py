@@ -51,26 +51,33 @@ class OwnershipLedger:
                 unowned_since[tp] = now
 
     def acquire(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
+        self.acquire_each(((member, tps),), now)
+
+    def acquire_each(
+        self, holdings: Iterable[tuple[str, Iterable[TopicPartition]]], now: int
+    ) -> None:
+        """Each ``(member, partitions)`` in turn: ``member`` now holds ``partitions``."""
         # Every rebalance passes each partition through here: locals, no calls per partition.
         owner, last_owner, unowned_since = self.owner, self.last_owner, self.unowned_since
         total, longest, moves = self.unowned_ms, self.longest_unowned_ms, self.moves
-        for tp in tps:
-            current = owner.get(tp)
-            if current == member:
-                continue
-            if current is not None:
-                # Kafka never hands a partition over without its owner revoking it first;
-                # a simulator bug would show up here as a double owner.
-                raise AssertionError(f"{tp} given to {member} while {current} still owns it")
-            gap = now - unowned_since.pop(tp, now)
-            total += gap
-            if gap > longest:
-                longest = gap
-            previous = last_owner.get(tp)
-            if previous is not None and previous != member:
-                moves += 1
-            owner[tp] = member
-            last_owner[tp] = member
+        for member, tps in holdings:
+            for tp in tps:
+                current = owner.get(tp)
+                if current == member:
+                    continue
+                if current is not None:
+                    # Kafka never hands a partition over without its owner revoking it
+                    # first; a simulator bug would show up here as a double owner.
+                    raise AssertionError(f"{tp} given to {member} while {current} still owns it")
+                gap = now - unowned_since.pop(tp, now)
+                total += gap
+                if gap > longest:
+                    longest = gap
+                previous = last_owner.get(tp)
+                if previous is not None and previous != member:
+                    moves += 1
+                owner[tp] = member
+                last_owner[tp] = member
         self.unowned_ms, self.longest_unowned_ms, self.moves = total, longest, moves
 
     def rename(self, old: str, new: str) -> None:
