@@ -61,6 +61,7 @@ __all__ = [
     "MemberReport",
     "RecordingListener",
     "group_generation",
+    "librdkafka_client",
     "merge_reports",
     "read_reports",
 ]
@@ -425,6 +426,8 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
             members[member_id] = report.topics
             holds[member_id] = report.held_in_generation(closed.get(member_id) == generation)
         strategy = round_reports[-1].strategy
+        if protocol_of(strategy) == "eager":
+            _say_unseen(group, generation, members, holds, counts)
         cooperative.update((report.member_id, report.cooperative) for report in round_reports)
         clients = {report.client for report in round_reports}
         out.append(RebalanceStarted(generation=generation, reason=REPORTED_REASON))
@@ -447,6 +450,35 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         at = max(r.at for r in reports if r.kind == "close" and r.member_id in members)
         events.extend(_events(cluster, group, "end", at, list(gone)))
     return events
+
+
+def _say_unseen(
+    group: str,
+    generation: int,
+    members: dict[str, list[str]],
+    holds: dict[str, list[TopicPartition]],
+    counts: dict[str, int],
+) -> None:
+    """An eager generation assigns every partition of the subscribed topics: those no
+    reporter held were held by a member that runs no listener (kcat, another
+    application), which the merge cannot see. Said, not guessed."""
+    subscribed = {topic for topics in members.values() for topic in topics}
+    held = {tp for partitions in holds.values() for tp in partitions}
+    unseen = sorted(
+        (topic, partition)
+        for topic in subscribed
+        for partition in range(counts.get(topic, 0))
+        if (topic, partition) not in held
+    )
+    if unseen:
+        log.warning(
+            "group %s generation %d: %d partitions held by no reporting member (%s): a "
+            "member without the listener holds them, and the record leaves it out",
+            group,
+            generation,
+            len(unseen),
+            ", ".join(f"{t}-{p}" for t, p in unseen[:5]) + (" ..." if len(unseen) > 5 else ""),
+        )
 
 
 def _carried(
