@@ -50,3 +50,31 @@ def test_the_raising_rows_are_there_and_answered_with_a_warning() -> None:
     assert len(raising) > 100
     for row in raising:
         assert assign(validate_request(row.raw["request"])).warnings
+
+
+def test_sticky_where_kafka_python_raises_is_javas_with_a_warning() -> None:
+    raising = [row for row in golden("kafka-python:sticky") if "kafka_python_error" in row.raw]
+    assert len(raising) == 11
+    for row in raising:
+        result = assign(validate_request(row.raw["request"]))
+        error = row.raw["kafka_python_error"]
+        assert result.warnings and f"raises {error}" in result.warnings[0]
+        java = assign(validate_request({**row.raw["request"], "strategy": "sticky"}))
+        assert result.assignment == java.assignment
+
+
+def test_sticky_a_member_subscribed_to_nothing_with_a_partition_of_the_latest_generation() -> None:
+    # "x" subscribes to nothing, so it is left out of the reassignment; it held t-0 the
+    # generation before "y", so kafka-python moves t-0 back to "x", which is no longer in
+    # its ranking of members: KeyError (checked against kafka-python 3.0.12).
+    raw = {
+        "strategy": "kafka-python:sticky",
+        "topics": {"t": 3},
+        "members": {
+            "x": {"topics": [], "owned": [["t", 0]], "generation": 2},
+            "y": {"topics": ["t"], "owned": [["t", 0], ["t", 1], ["t", 2]], "generation": 3},
+            "z": {"topics": ["t"], "owned": [["t", 0]], "generation": 1},
+        },
+    }
+    result = assign(validate_request(raw))
+    assert result.warnings and "raises KeyError" in result.warnings[0]

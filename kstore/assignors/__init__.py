@@ -60,6 +60,7 @@ _REGISTRY: dict[str, str] = {
     ),
     "kafka-python:range": "kstore.assignors._kafka_python:KAFKA_PYTHON_RANGE",
     "kafka-python:roundrobin": "kstore.assignors._kafka_python:KAFKA_PYTHON_ROUNDROBIN",
+    "kafka-python:sticky": "kstore.assignors._kafka_python_sticky:KAFKA_PYTHON_STICKY",
 }
 
 _loaded: dict[str, Assignor] = {}

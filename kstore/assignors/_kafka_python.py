@@ -9,7 +9,8 @@ the members as listed and keep one run per kind: with static and dynamic members
 interleaved, every run but the last of each kind is left out (those members get
 nothing). Round-robin raises ``KeyError`` as soon as the member in turn does not
 subscribe to the partition's topic; kstore then answers with Kafka's Java round-robin
-and a warning. Neither knows racks.
+and a warning (``java_instead``, which ``kafka-python:sticky`` uses too). Neither knows
+racks.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from itertools import cycle, groupby
 
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult, sorted_assignment
 
-__all__ = ["KAFKA_PYTHON_RANGE", "KAFKA_PYTHON_ROUNDROBIN"]
+__all__ = ["KAFKA_PYTHON_RANGE", "KAFKA_PYTHON_ROUNDROBIN", "java_instead"]
 
 _Member = tuple[str | None, str]
 """(instance id, member id) as kafka-python sorts them."""
@@ -64,24 +65,27 @@ class KafkaPythonRoundRobin:
         out: dict[str, list[tuple[str, int]]] = {m: [] for m in members}
         topics = {t for sub in members.values() for t in sub.topics if t in request.topics}
         circle = cycle(_ordered((sub.instance_id, m) for m, sub in members.items()))
+        why = "KeyError on this request (a member in turn does not subscribe to the topic)"
         for topic in sorted(topics):
             for partition in range(request.topics[topic]):
                 member = next(circle)
                 if topic not in members[member].topics:
-                    return self._java_instead(request)
+                    return java_instead(request, "roundrobin", why)
                 out[member].append((topic, partition))
         return AssignmentResult(assignment=sorted_assignment(members, out))
 
-    def _java_instead(self, request: AssignmentRequest) -> AssignmentResult:
-        from kstore.assignors import assign
 
-        java = assign(request.model_copy(update={"strategy": "roundrobin"}))
-        warning = (
-            "kafka-python:roundrobin: kafka-python 3.0.12 raises KeyError on this request "
-            "(a member in turn does not subscribe to the topic); answered with Kafka's Java "
-            "roundrobin assignor"
-        )
-        return AssignmentResult(assignment=java.assignment, warnings=[warning])
+def java_instead(request: AssignmentRequest, java_name: str, raises: str) -> AssignmentResult:
+    """Where kafka-python raises (``raises``: what and where): Kafka's Java assignor
+    ``java_name`` answers, with a warning saying so."""
+    from kstore.assignors import assign
+
+    java = assign(request.model_copy(update={"strategy": java_name}))
+    warning = (
+        f"kafka-python:{java_name}: kafka-python 3.0.12 raises {raises}; answered with "
+        f"Kafka's Java {java_name} assignor"
+    )
+    return AssignmentResult(assignment=java.assignment, warnings=[warning])
 
 
 KAFKA_PYTHON_RANGE = KafkaPythonRange()

@@ -76,9 +76,10 @@ CATALOGUE: dict[str, Strategy] = _catalogue(
     Strategy("librdkafka:roundrobin", "eager", "librdkafka"),
     Strategy("librdkafka:sticky", "eager", "librdkafka"),
     Strategy("librdkafka:cooperative-sticky", "cooperative", "librdkafka"),
-    # kafka-python 3.0.12's own range and round-robin (its sticky is not reproduced).
+    # kafka-python 3.0.12's own range, round-robin and sticky.
     Strategy("kafka-python:range", "eager", "kafka-python"),
     Strategy("kafka-python:roundrobin", "eager", "kafka-python"),
+    Strategy("kafka-python:sticky", "eager", "kafka-python"),
 )
 
 CLASSIC_STRATEGIES = tuple(
