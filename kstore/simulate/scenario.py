@@ -298,6 +298,11 @@ def _to_data(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...]
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = yaml.safe_load(yaml.serialize(key_node))
+            if isinstance(key, list | dict):  # YAML allows it; no scenario key is one
+                kind = "a list" if isinstance(key, list) else "a mapping"
+                raise yaml.constructor.ConstructorError(
+                    problem=f"a key is a name, not {kind}", problem_mark=key_node.start_mark
+                )
             lines[(*path, key)] = key_node.start_mark.line + 1
             out[key] = _to_data(value_node, (*path, key), lines)
         return out

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kstore.simulate.scenario import Scenario, ScenarioError, parse_scenario
@@ -81,5 +81,7 @@ def test_a_valid_scenario_with_one_value_replaced(data: st.DataObject) -> None:
 
 @_SETTINGS
 @given(text=st.text(max_size=200) | st.text(alphabet="[]{}:-&*!|>'\"#\n ab1", max_size=80))
+@example(text="[]:")  # a list as a key: a TypeError from the loader (found by this test)
+@example(text="a: 1\n{b: 2}: 3")
 def test_any_text(text: str) -> None:
     _loads_or_says_where(text)
