@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -24,7 +24,10 @@ from rich.text import Text
 
 from kstore._errors import UsageError
 
-__all__ = ["FORMATS", "check_format", "plain", "print_rows"]
+if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn
+
+__all__ = ["FORMATS", "check_format", "plain", "print_rows", "progress_bar"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 _PIPE_WIDTH = 1_000_000
@@ -150,3 +153,21 @@ def print_rows(
             )
     else:
         _table(columns, [[_cell(v) for v in row] for row in rows], title)
+
+
+def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
+    """A bar on stderr, gone when done: ``label`` (a template of the task's description),
+    the bar, then ``columns``. The label shortens first, so the figures and the time left
+    stay whole in a narrow terminal (a long group name used to cut the ETA to ``0:0…``)."""
+    from rich.progress import BarColumn, Progress, TextColumn
+    from rich.table import Column
+
+    return Progress(
+        TextColumn(label, table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+        BarColumn(bar_width=None, table_column=Column(ratio=1)),
+        *columns,
+        console=Console(stderr=True),
+        disable=not show,
+        transient=True,
+        expand=True,
+    )

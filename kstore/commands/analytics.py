@@ -10,11 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.progress import (
-    BarColumn,
     MofNCompleteColumn,
-    Progress,
     TextColumn,
     TimeRemainingColumn,
 )
@@ -25,7 +22,7 @@ from kstore.analytics._queries import check_query
 from kstore.analytics.replay import replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve
-from kstore.commands._output import check_format, print_rows
+from kstore.commands._output import check_format, print_rows, progress_bar
 from kstore.model.strategies import strategy
 from kstore.store.log import Store
 
@@ -133,16 +130,13 @@ def replay_group(
     # (a KeyboardInterrupt inside DuckDB would end it as "Query interrupted").
     stopped = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stopped.set())
-    columns = (
-        TextColumn("replaying {task.description}"),
-        BarColumn(),
+    bar = progress_bar(
+        "replaying {task.description}",
         MofNCompleteColumn(),
         TextColumn("source events"),
         TextColumn("{task.fields[rate]}/s"),
         TimeRemainingColumn(),
-    )
-    bar = Progress(
-        *columns, console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True
+        show=sys.stderr.isatty(),
     )
     task = bar.add_task(f"{cluster}/{group}/{source}", total=None, rate="-")
     started = time.perf_counter()

@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import TextColumn, TimeElapsedColumn
 
 from kstore._errors import UsageError
 from kstore.analytics import run_query
+from kstore.commands._output import progress_bar
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
@@ -73,15 +73,11 @@ def simulate(
     if not store_path.exists():
         store.init()
     show = progress or sys.stderr.isatty()
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("simulating {task.description}"),
-        BarColumn(),
+    with progress_bar(
+        "simulating {task.description}",
         TextColumn("{task.percentage:>3.0f}% of simulated time"),
         TimeElapsedColumn(),
-        console=console,
-        disable=not show,
-        transient=True,
+        show=show,
     ) as bar:
         task = bar.add_task(scenario.name, total=scenario.end)
         result = run_scenario(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -331,21 +332,15 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     ]
 
 
-def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> None:
-    db = tmp_path / "bar.duckdb"
-    store = Store(db)
-    store.init()
-    store.append(list(group_events("g", 200, seed=3)))
-    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
-    piped = subprocess.run([*command, "--strategy", "range"], capture_output=True, text=True)
-    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+def _on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
+    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide."""
     leader, follower = os.openpty()
     try:
         tty = subprocess.run(
-            [*command, "--strategy", "sticky"],
+            command,
             stdout=subprocess.DEVNULL,
             stderr=follower,
-            env={**os.environ, "COLUMNS": "160", "TERM": "xterm"},
+            env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
             check=False,
         )
         os.close(follower)
@@ -360,7 +355,34 @@ def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> 
             shown += chunk
     finally:
         os.close(leader)
-    assert tty.returncode == 0
-    text = shown.decode(errors="replace")
+    return tty.returncode, shown.decode(errors="replace")
+
+
+def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> None:
+    db = tmp_path / "bar.duckdb"
+    store = Store(db)
+    store.init()
+    store.append(list(group_events("g", 200, seed=3)))
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
+    piped = subprocess.run([*command, "--strategy", "range"], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    returncode, text = _on_a_terminal([*command, "--strategy", "sticky"], columns=160)
+    assert returncode == 0
     assert "replaying default/g/recorded" in text and "source events" in text, text
     assert "/s" in text
+
+
+def test_the_bar_keeps_its_figures_whole_in_a_narrow_terminal(tmp_path: Path) -> None:
+    """A long group name used to push the count and the time left off an 80-column line
+    (``1… source events 507/s 0:0…``); now the name shortens instead."""
+    db = tmp_path / "bar.duckdb"
+    store = Store(db)
+    store.init()
+    group = "orders-consumers-of-the-eu-west-payments-platform-" + "x" * 20
+    store.append(list(group_events(group, 200, seed=3)))
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", group]
+    returncode, text = _on_a_terminal([*command, "--strategy", "sticky"], columns=80)
+    assert returncode == 0
+    whole = r"\d+/\d+ source events [\d,]+/s (\d+:\d\d:\d\d|-:--:--)"
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor moves
+    assert re.search(whole, plain), plain
