@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -39,8 +40,10 @@ __all__ = [
     "Stopped",
     "check_login",
     "classify",
+    "close_within",
     "interruptible",
     "permanent_error",
+    "raise_permanent",
 ]
 
 log = logging.getLogger("kstore.record")
@@ -205,11 +208,19 @@ def check_login(config: dict[str, Any], timeout: float = 5.0) -> None:
         admin.list_topics(timeout=timeout)
     except KafkaException:
         admin.poll(0)  # serves error_cb
-        for error in reported:
-            failure = classify(KafkaException(error))
-            if failure is not None and failure.permanent:
-                raise ClientError(failure.kind, failure.detail) from None
+        raise_permanent(reported)
         raise
+
+
+def raise_permanent(errors: list[Any]) -> None:
+    """Raise the first permanent one of librdkafka's errors (as ``error_cb`` reported
+    them) as ``ClientError``; none permanent: return."""
+    from confluent_kafka import KafkaException
+
+    for error in errors:
+        failure = classify(KafkaException(error))
+        if failure is not None and failure.permanent:
+            raise ClientError(failure.kind, failure.detail) from None
 
 
 def permanent_error(failure: ClientFailure) -> KstoreError:
@@ -288,3 +299,10 @@ def interruptible(call: Callable[[], T], stop: threading.Event, timeout: float |
         raise box["error"]
     value: T = box["value"]
     return value
+
+
+def close_within(close: Callable[[], object], timeout: float = 1.0) -> None:
+    """``close()``, waiting ``timeout`` seconds at most (a client may hang on a lost
+    broker), its errors ignored."""
+    with suppress(Exception):
+        interruptible(close, threading.Event(), timeout=timeout)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -52,6 +51,7 @@ from kstore.record._failures import (
     Retries,
     Stopped,
     check_login,
+    close_within,
     interruptible,
     permanent_error,
 )
@@ -469,8 +469,7 @@ class Poller:
         """Close the view, waiting a second at most (a client may hang on a lost broker)."""
         admin, self.admin = self.admin, None
         if admin is not None:
-            with suppress(Exception):
-                interruptible(admin.close, threading.Event(), timeout=1.0)
+            close_within(admin.close)
 
     def run(
         self,

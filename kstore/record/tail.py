@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection
-from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, Protocol
@@ -35,7 +34,9 @@ from kstore.record._failures import (
     Retries,
     Stopped,
     classify,
+    close_within,
     interruptible,
+    raise_permanent,
 )
 from kstore.record.config import KafkaSettings
 from kstore.record.offsets_codec import OffsetsDecodeError
@@ -65,12 +66,6 @@ class SourceError(ClientError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(UNAVAILABLE, detail)
-
-
-def _close(source: RecordSource) -> None:
-    """Close a source, waiting a second at most (a client may hang on a lost broker)."""
-    with suppress(Exception):
-        interruptible(source.close, threading.Event(), timeout=1.0)
 
 
 class RecordSource(Protocol):
@@ -177,7 +172,7 @@ class OffsetsTailer:
                     break
                 except Exception as exc:
                     if source is not None:
-                        _close(source)
+                        close_within(source.close)
                         source = None
                     try:
                         retries.failed(exc, f"tailing {self.topic}")
@@ -191,7 +186,7 @@ class OffsetsTailer:
                     break
         finally:
             if source is not None:
-                _close(source)
+                close_within(source.close)
         return self.stats
 
     def _record(self, records: list[RawRecord]) -> None:
@@ -350,10 +345,7 @@ class KafkaTopicSource:
     def _raise_permanent(self) -> None:
         """Raise the first permanent error librdkafka reported to error_cb, if any."""
         errors, self._errors[:] = list(self._errors), []
-        for error in errors:
-            failure = classify(self._kafka_exception(error))
-            if failure is not None and failure.permanent:
-                raise ClientError(failure.kind, failure.detail)
+        raise_permanent(errors)
 
     @staticmethod
     def _kafka_exception(error: Any) -> BaseException:
