@@ -136,7 +136,8 @@ kstoreDraw();
 
 _STYLE = (
     "body{font-family:sans-serif;margin:2em;max-width:1400px}"
-    "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;"
+    "table{border-collapse:collapse;margin:0.5em 0;display:block;overflow-x:auto;max-width:100%}"
+    "td,th{border:1px solid #ccc;"
     "padding:3px 8px;text-align:left;vertical-align:top;white-space:nowrap}"
     "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
