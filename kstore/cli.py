@@ -10,7 +10,7 @@ from typing import Annotated, NoReturn
 import typer
 from typer.exceptions import TyperException
 
-from kstore._errors import KstoreError
+from kstore._errors import KstoreError, UsageError
 from kstore._extras import missing_extra
 from kstore._lazy import without_pandas
 
@@ -313,10 +313,32 @@ def replay_cmd(
         bool,
         typer.Option("--resume", help="Continue an interrupted replay into its timeline."),
     ] = False,
-) -> None:
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Store nothing: decide each rebalance on the timeline's own state just "
+            "before it and print whether its assignment is that answer (exit 1 if any is not).",
+        ),
+    ] = False,
+    output: Annotated[
+        str, typer.Option("--format", help="With --check: table, csv, json or jsonl.")
+    ] = "table",
+) -> int:
     """Decide every rebalance of a timeline again with another strategy."""
-    from kstore.commands.analytics import replay_group
+    from kstore.commands.analytics import check_group, replay_group
 
+    if check:
+        if timeline is not None or resume:
+            raise UsageError("--check stores nothing: it takes no --timeline or --resume")
+        return check_group(
+            ctx_state.store,
+            group=group,
+            cluster=cluster,
+            source=source,
+            strategy=strategy,
+            output=output,
+        )
     replay_group(
         ctx_state.store,
         group=group,
@@ -326,6 +348,7 @@ def replay_cmd(
         timeline=timeline,
         resume=resume,
     )
+    return 0
 
 
 @app.command("compare")

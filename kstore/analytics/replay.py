@@ -15,6 +15,13 @@ Each decision names its source timeline and the version of the source's
 ``AssignmentCompleted`` it answers (``source``, ``source_version``), so the log itself
 says up to which source version a replay has decided (queries/coverage.sql).
 
+``check_decisions`` asks another question, decision by decision: was each of the
+source's assignments the strategy's answer to the request of its own moment? Each
+decision is made on the source's state just before it (its members, subscriptions and
+what they held in the source's previous assignment), never on an earlier answer of the
+check's, so one assignment the group did not take up (a member whose SyncGroup failed
+keeps what it held) shows in that rebalance only.
+
 The replay is deterministic (its event ids too), so an interrupted one is resumed: the
 target's stored events are checked against the replay's, event for event, and folded
 instead of decided again, and the source events after them are replayed.
@@ -25,6 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from kstore._errors import UsageError
 from kstore.assignors import TopicPartition, assign, get_assignor
@@ -36,11 +44,11 @@ from kstore.model.events import (
     StreamId,
 )
 from kstore.model.fold import GroupState
-from kstore.model.strategies import SAME, UnknownStrategy, flavour_of, protocol_of
+from kstore.model.strategies import SAME, Strategy, UnknownStrategy, flavour_of, protocol_of
 from kstore.store.interface import EventStore
 from kstore.store.writer import Writer, stamp
 
-__all__ = ["ReplayResult", "replay", "replay_events"]
+__all__ = ["DecisionCheck", "ReplayResult", "check_decisions", "replay", "replay_events"]
 
 _BATCH_EVENTS = 1000
 _BATCH_ENTRIES = 1_000_000
@@ -179,12 +187,7 @@ class _Replayer:
         )
 
     def _same_as(self, data: AssignmentCompleted) -> None:
-        try:
-            found = flavour_of(data.strategy, data.client)
-        except UnknownStrategy as exc:
-            raise UsageError(
-                f"--strategy same: source generation {data.generation}: {exc}"
-            ) from None
+        found = _flavour(data)
         self.strategy, self.protocol = found.name, found.protocol
 
     def feed(self, source: Event, version: int) -> Iterator[Event]:
@@ -227,6 +230,59 @@ class _Replayer:
         else:
             self._followed = self._absorbing = False
             yield self._event(source, data)
+
+
+def _flavour(data: AssignmentCompleted) -> Strategy:
+    """The strategy ``same`` decides a source decision with (its strategy and client)."""
+    try:
+        return flavour_of(data.strategy, data.client)
+    except UnknownStrategy as exc:
+        raise UsageError(f"--strategy same: source generation {data.generation}: {exc}") from None
+
+
+Verdict = Literal["same", "kept", "differs"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionCheck:
+    """One source decision against the strategy's answer to the same request.
+
+    ``verdict``: ``same``; ``kept`` when every member that differs holds what it owned
+    when the decision was made (it did not take the decision up: its SyncGroup failed,
+    as a broker answers a follower's SyncGroup that comes after the leader rejoined, or
+    the strategy is not the one that decided); ``differs`` otherwise.
+    """
+
+    generation: int
+    strategy: str
+    verdict: Verdict
+    members: dict[str, tuple[list[TopicPartition], list[TopicPartition]]]
+    """Each member whose partitions differ: (the strategy's answer, the source's)."""
+
+
+def check_decisions(events: Iterable[Event], strategy: str = SAME) -> Iterator[DecisionCheck]:
+    """Each ``AssignmentCompleted`` of a source stream's ``events`` (from its first) against
+    ``strategy``'s answer (``same``: the flavour that decided it) to the request made of
+    the source's state just before it."""
+    if strategy != SAME:
+        get_assignor(strategy)
+    state = GroupState()
+    for event in events:
+        data = event.data
+        if isinstance(data, AssignmentCompleted):
+            name = _flavour(data).name if strategy == SAME else strategy
+            owned = state.assignment
+            answer = assign(state.to_request(name)).assignment
+            held = {m: [(t, p) for t, p in tps] for m, tps in data.assignment.items()}
+            differing = {
+                m: (list(answer.get(m, [])), held.get(m, []))
+                for m in sorted(set(answer) | set(held))
+                if sorted(answer.get(m, [])) != sorted(held.get(m, []))
+            }
+            kept = all(sorted(now) == sorted(owned.get(m, ())) for m, (_, now) in differing.items())
+            verdict: Verdict = "same" if not differing else "kept" if kept else "differs"
+            yield DecisionCheck(data.generation, name, verdict, differing)
+        state.apply(event)
 
 
 def replay_events(

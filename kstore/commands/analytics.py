@@ -19,7 +19,7 @@ from rich.progress import (
 from kstore._errors import KstoreError, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
-from kstore.analytics.replay import replay
+from kstore.analytics.replay import check_decisions, replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve
 from kstore.commands._output import check_format, print_rows, progress_bar
@@ -27,6 +27,7 @@ from kstore.model.strategies import strategy
 from kstore.store.log import Store
 
 __all__ = [
+    "check_group",
     "list_queries",
     "print_advice",
     "print_compare",
@@ -180,6 +181,30 @@ def replay_group(
     )
     for warning in done.warnings:
         print(f"kstore: warning: {cluster}/{group} {warning}", file=sys.stderr)
+
+
+def check_group(
+    path: Path, *, group: str, cluster: str | None, source: str, strategy: str, output: str
+) -> int:
+    """``replay --check``: one row per source decision (one per member where it differs),
+    a summary on stderr; 1 when any decision is not the strategy's answer."""
+    check_format(output)
+    store = Store(path)
+    scope = resolve(store, cluster=cluster, group=group, timeline=source)
+    assert scope.cluster is not None
+    events = store.events(cluster=scope.cluster, group=group, timeline=source)
+    checks = list(check_decisions((stored.event for stored in events), strategy))
+    rows = [
+        (check.generation, check.strategy, check.verdict, member, decided, held)
+        for check in checks
+        for member, (decided, held) in (check.members.items() or [(None, (None, None))])
+    ]
+    columns = ["generation", "strategy", "verdict", "member", "decided", "held"]
+    print_rows(columns, rows, output, title=f"{scope.cluster}/{group}/{source}")
+    verdicts = [check.verdict for check in checks]
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("same", "kept", "differs"))
+    print(f"{len(checks)} decisions of {source}: {counts}", file=sys.stderr)
+    return 0 if set(verdicts) <= {"same"} else 1
 
 
 def _timelines(

@@ -42,6 +42,7 @@ STEPS: list[tuple[str, str, list[str]]] = [
 ]
 
 _RUN = re.compile(r"running (\S+) assignor for (\d+) member")
+_JOINED = re.compile(r"JoinGroup response: GenerationId (-?\d+)")
 _MEMBER = re.compile(
     r'Member "([^"]+)"(?: \(me\))? with (\d+) owned partition\(s\) and (\d+) subscribed'
 )
@@ -73,7 +74,8 @@ def _member(
 
 
 def _runs(lines: list[str]) -> list[dict[str, Any]]:
-    """The leader's assignor runs: members in order with subscription, owned count, result.
+    """The leader's assignor runs: members in order with subscription, owned count, result,
+    and the generation (of the JoinGroup answer that made the client the leader).
 
     ``lines`` are librdkafka's log lines on standard error
     (``%7|time|FAC|rdkafka#consumer-N| [thrd:main]: text``); each client's are read apart.
@@ -94,9 +96,13 @@ def _client_runs(texts: list[tuple[float, str]]) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     target: list[Any] | None = None
+    generation = None
     for at, text in texts:
-        if m := _RUN.search(text):
+        if m := _JOINED.search(text):
+            generation = int(m.group(1))
+        elif m := _RUN.search(text):
             current = {"at": at, "strategy": m.group(1), "members": [], "assigned": {}}
+            current["generation"] = generation
             runs.append(current)
             target = None
         elif current is None:
