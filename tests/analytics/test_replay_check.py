@@ -12,19 +12,9 @@ import pytest
 
 from kstore.analytics.replay import check_decisions, replay
 from kstore.assignors import ContractError
-from kstore.model import AssignmentCompleted, Event, MemberJoined, RebalanceStarted
+from kstore.model import Event, MemberJoined, RebalanceStarted
 from kstore.store.log import Store
-from tests.analytics.test_replay_same import RDKAFKA, _assignments, _events, _librdkafka_join
-
-
-def _decided(generation: int, assignment: dict[str, list[int]]) -> AssignmentCompleted:
-    return AssignmentCompleted(
-        generation=generation,
-        strategy="cooperative-sticky",
-        protocol="cooperative",
-        client=RDKAFKA,
-        assignment={m: [("t", p) for p in ps] for m, ps in assignment.items()},
-    )
+from tests.analytics.test_replay_same import _assignments, _events, _librdkafka_join, decided
 
 
 def _third_joins(m2_holds: list[int], m3_gets: list[int]) -> list[Event]:
@@ -37,9 +27,9 @@ def _third_joins(m2_holds: list[int], m3_gets: list[int]) -> list[Event]:
         [
             MemberJoined(member_id="m3", topics=["t"]),
             RebalanceStarted(generation=4, reason="join m3"),
-            _decided(4, {"m1": list(range(8, 12)), "m2": m2_holds, "m3": []}),
+            decided(4, {"m1": list(range(8, 12)), "m2": m2_holds, "m3": []}),
             RebalanceStarted(generation=5, reason="cooperative follow-up"),
-            _decided(5, {"m1": list(range(8, 12)), "m2": list(range(2, 6)), "m3": m3_gets}),
+            decided(5, {"m1": list(range(8, 12)), "m2": list(range(2, 6)), "m3": m3_gets}),
         ]
     )
     shifted = [e.model_copy(update={"at": e.at.replace(minute=1)}) for e in later]

@@ -30,19 +30,20 @@ def _events(datas: list[EventData]) -> list[Event]:
     return [Event(group="g", at=T0 + timedelta(seconds=i), data=d) for i, d in enumerate(datas)]
 
 
+def decided(generation: int, assignment: dict[str, list[int]]) -> AssignmentCompleted:
+    """A librdkafka cooperative-sticky decision on topic ``t`` (partition numbers)."""
+    return AssignmentCompleted(
+        generation=generation,
+        strategy="cooperative-sticky",
+        protocol="cooperative",
+        client=RDKAFKA,
+        assignment={m: [("t", p) for p in ps] for m, ps in assignment.items()},
+    )
+
+
 def _librdkafka_join() -> list[Event]:
     """A confluent-kafka group as recorded on Tansu (issue 17): m2 joins m1, which owns
     t-0..11; librdkafka's cooperative-sticky gives m2 t-0..5 (in a follow-up round)."""
-
-    def decided(generation: int, assignment: dict[str, list[int]]) -> AssignmentCompleted:
-        return AssignmentCompleted(
-            generation=generation,
-            strategy="cooperative-sticky",
-            protocol="cooperative",
-            client=RDKAFKA,
-            assignment={m: [("t", p) for p in ps] for m, ps in assignment.items()},
-        )
-
     return _events(
         [
             TopicChanged(topic="t", partitions=12),
