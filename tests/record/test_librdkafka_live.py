@@ -13,7 +13,9 @@ checked on its own, from the record of its moment, not from a replay's previous 
   target before the cooperative step);
 - the leader's inputs are the record's: the same members and subscriptions, each owning
   as many partitions as the record says it held in the generation before
-  (cooperative; an eager member owns none when it joins);
+  (cooperative; an eager member owns none when it joins), and those partitions are the
+  ones the member sent as owned in its last JoinGroup before the leader's run (its own
+  ``cgrp`` log lists its group assignment);
 - the leader's decision is kstore's answer to that request (``librdkafka:sticky`` for
   the target of cooperative-sticky);
 - what a user runs, ``kstore replay --check``, finds every recorded assignment to be
@@ -25,6 +27,7 @@ checked on its own, from the record of its moment, not from a replay's previous 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -63,6 +66,49 @@ def leader_runs(workdir: Path) -> dict[int, dict[str, Any]]:
     return found
 
 
+_LIST = re.compile(r"List with (\d+) partition\(s\):")
+_LISTED = re.compile(r"\s*(\S+) \[(\d+)\]")
+_JOINING = re.compile(
+    r'Joining group "[^"]*" with \d+ subscribed topic\(s\) and member id "([^"]+)"'
+)
+_REJOINING = re.compile(r"Rejoining group (?:without an assignment|with (\d+) owned partition)")
+
+
+def joins(log: Path) -> list[tuple[float, str, list[tuple[str, int]]]]:
+    """Each JoinGroup a member sent, from its ``cgrp`` debug log: (time, member id, the
+    partitions it owned then, which a cooperative member sends as owned): its group
+    assignment as last listed (``GRPASSIGNMENT``), none after "Rejoining group without
+    an assignment"."""
+    owned: list[tuple[str, int]] = []
+    sent = []
+    for line in log.read_text(errors="replace").splitlines():
+        fields = line.split("|", 4)
+        if len(fields) < 5 or "]: " not in fields[4]:
+            continue
+        tag, text = fields[2], fields[4].split("]: ", 1)[1]
+        if tag == "GRPASSIGNMENT" and _LIST.fullmatch(text):
+            owned = []
+        elif tag == "GRPASSIGNMENT" and (m := _LISTED.match(text)):
+            owned.append((m.group(1), int(m.group(2))))
+        elif m := _REJOINING.match(text.split(": ", 1)[-1]):
+            if m.group(1) is None:
+                owned = []
+            else:  # the parse agrees with librdkafka's own count
+                assert int(m.group(1)) == len(owned), (log, line, owned)
+        elif m := _JOINING.search(text):
+            sent.append((float(fields[1]), m.group(1), sorted(owned)))
+    return sent
+
+
+def owned_when(
+    sent: list[tuple[float, str, list[tuple[str, int]]]], member: str, at: float
+) -> list[tuple[str, int]]:
+    """What ``member`` owned in its last JoinGroup before ``at``."""
+    before = [owned for when, who, owned in sent if who == member and when <= at]
+    assert before, f"{member} sent no JoinGroup before {at}"
+    return before[-1]
+
+
 def called_back(reports: Path) -> set[tuple[str, int]]:
     """(member, generation) of every member given an assignment in a generation (its
     SyncGroup answered: librdkafka calls it back then, with nothing if nothing changes)."""
@@ -74,6 +120,7 @@ def check_each_decision(events: list[Event], strategy: str, workdir: Path) -> in
     and kstore's answer (the module's docstring); the number of generations."""
     runs = leader_runs(workdir)
     cooperative = protocol_of(strategy) == "cooperative"
+    sent_joins = [join for log in sorted(workdir.glob("member-*.log")) for join in joins(log)]
     decided = [e.data.generation for e in events if isinstance(e.data, AssignmentCompleted)]
     assert sorted(runs) == decided, (sorted(runs), decided)
     state = GroupState()
@@ -89,6 +136,10 @@ def check_each_decision(events: list[Event], strategy: str, workdir: Path) -> in
                 for m, member in state.members.items()
             ]
             assert sorted(logged) == sorted(recorded), (where, logged, recorded)
+            if cooperative:  # which partitions: what each member sent as owned
+                for m in state.members:
+                    sent = owned_when(sent_joins, m, run["at"])
+                    assert sent == sorted(state.assignment.get(m, ())), (where, m, sent)
             request = state.to_request(TARGET[strategy])
             # The members in the leader's order (librdkafka's sticky depends on it).
             members = {m: request.members[m] for m, _, _ in run["members"]}
