@@ -11,7 +11,8 @@ crash. Metadata is refreshed every second, so a topic gaining partitions is noti
 quickly. A confluent-kafka member writes its lines from outside the callbacks (see
 ``confluent``), and notes in OUT with the suffix ``.calls`` any client call made while a
 rebalance callback runs; ``KSTORE_TEST_RDKAFKA_DEBUG`` (``cgrp,assignor`` ...) turns
-librdkafka's debug log on in its log.
+librdkafka's debug log on in its log; ``KSTORE_TEST_SESSION_TIMEOUT_MS`` sets
+``session.timeout.ms`` (6000 unless set).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+SESSION_TIMEOUT_MS = int(os.environ.get("KSTORE_TEST_SESSION_TIMEOUT_MS", "6000"))
 
 
 def _writer(out: Path) -> Any:
@@ -91,7 +94,7 @@ def kafka_python(
         bootstrap_servers=bootstrap,
         group_id=group,
         partition_assignment_strategy=[recording_assignor(strategy, store, group)],
-        session_timeout_ms=6000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=500,
         max_poll_interval_ms=20000,
         metadata_max_age_ms=1000,
@@ -154,7 +157,7 @@ def confluent(
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "partition.assignment.strategy": strategy,
-            "session.timeout.ms": 6000,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": 500,
             "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": 1000,
