@@ -293,6 +293,16 @@ def sql_cmd(
     print_sql(ctx_state.store, sql, output, read or [])
 
 
+_FromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="The timeline to replay (default: recorded, or the group's one timeline that "
+        "is no replay, e.g. sim/NAME).",
+    ),
+]
+
+
 @app.command("replay")
 def replay_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],
@@ -305,7 +315,7 @@ def replay_cmd(
             "generation with the strategy and client library that decided it.",
         ),
     ] = "same",
-    source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
+    source: _FromOpt = None,
     timeline: Annotated[
         str | None, typer.Option("--timeline", help="The new timeline (default replay/S).")
     ] = None,
@@ -370,7 +380,7 @@ def compare_cmd(
 def advise_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],
     cluster: _GroupClusterOpt = None,
-    source: Annotated[str, typer.Option("--from", help="The timeline to replay.")] = "recorded",
+    source: _FromOpt = None,
     strategies: Annotated[
         str | None,
         typer.Option("--strategies", help="A,B,... (default: every strategy); optimal always."),

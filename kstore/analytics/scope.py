@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from kstore._errors import UsageError
-from kstore.analytics._queries import run_sql
+from kstore.analytics._queries import run_query, run_sql
 from kstore.model.events import StreamId
 from kstore.store.log import Store
 
-__all__ = ["Scope", "check_params", "resolve", "unknown"]
+__all__ = ["Scope", "check_params", "resolve", "source_timeline", "unknown"]
 
 WINDOWS = ("hour", "day")
 
@@ -86,6 +86,25 @@ def resolve(
     if timeline is not None:
         streams = [s for s in streams if s.timeline == timeline]
     return Scope(cluster, group, timeline, tuple(streams))
+
+
+def source_timeline(store: Store, scope: Scope) -> str:
+    """The timeline a replay of the group starts from when none is given: ``recorded``
+    if the group has it, else the group's one timeline that is no replay (a simulated
+    group's ``sim/<name>``); an error naming the candidates when that is not one."""
+    assert scope.cluster is not None and scope.group is not None
+    timelines = {s.timeline for s in scope.streams}
+    if "recorded" in timelines:
+        return "recorded"
+    params = {"cluster": scope.cluster, "group": scope.group, "timelines": None}
+    sources = {str(row["source"]) for row in run_query(store, "coverage", params).records()}
+    replays = {t for t in timelines if t not in sources}
+    candidates = sorted(timelines - replays)
+    if len(candidates) == 1:
+        return candidates[0]
+    where = f"{scope.cluster}/{scope.group}"
+    listed = ", ".join(candidates or sorted(timelines))
+    raise UsageError(f"group {where} has no 'recorded' timeline: give --from (one of: {listed})")
 
 
 def _where(scope: Scope, prefix: str = "") -> tuple[str, list[Any]]:

@@ -21,7 +21,7 @@ from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import check_decisions, replay
 from kstore.analytics.report import compare, partial, timelines_of
-from kstore.analytics.scope import check_params, resolve
+from kstore.analytics.scope import check_params, resolve, source_timeline
 from kstore.commands._output import check_format, print_rows, progress_bar
 from kstore.model.strategies import strategy
 from kstore.store.log import Store
@@ -113,20 +113,25 @@ class Interrupted(KstoreError):
     exit_code = 130
 
 
+def _source(store: Store, cluster: str | None, group: str, source: str | None) -> tuple[str, str]:
+    """The group's cluster and the timeline to replay (``--from``, or the one it means)."""
+    scope = resolve(store, cluster=cluster, group=group, timeline=source)
+    assert scope.cluster is not None
+    return scope.cluster, source if source is not None else source_timeline(store, scope)
+
+
 def replay_group(
     path: Path,
     *,
     group: str,
     cluster: str | None,
-    source: str,
+    source: str | None,
     strategy: str,
     timeline: str | None,
     resume: bool = False,
 ) -> None:
     store = Store(path)
-    scope = resolve(store, cluster=cluster, group=group, timeline=source)
-    assert scope.cluster is not None
-    cluster = scope.cluster
+    cluster, source = _source(store, cluster, group, source)
     # Ctrl-C: the run stops after the source event at hand and stores what it decided
     # (a KeyboardInterrupt inside DuckDB would end it as "Query interrupted").
     stopped = threading.Event()
@@ -184,15 +189,20 @@ def replay_group(
 
 
 def check_group(
-    path: Path, *, group: str, cluster: str | None, source: str, strategy: str, output: str
+    path: Path,
+    *,
+    group: str,
+    cluster: str | None,
+    source: str | None,
+    strategy: str,
+    output: str,
 ) -> int:
     """``replay --check``: one row per source decision (one per member where it differs),
     a summary on stderr; 1 when any decision is not the strategy's answer."""
     check_format(output)
     store = Store(path)
-    scope = resolve(store, cluster=cluster, group=group, timeline=source)
-    assert scope.cluster is not None
-    events = store.events(cluster=scope.cluster, group=group, timeline=source)
+    cluster, source = _source(store, cluster, group, source)
+    events = store.events(cluster=cluster, group=group, timeline=source)
     checks = list(check_decisions((stored.event for stored in events), strategy))
     rows = [
         (check.generation, check.strategy, check.verdict, member, decided, held)
@@ -200,7 +210,7 @@ def check_group(
         for member, (decided, held) in (check.members.items() or [(None, (None, None))])
     ]
     columns = ["generation", "strategy", "verdict", "member", "decided", "held"]
-    print_rows(columns, rows, output, title=f"{scope.cluster}/{group}/{source}")
+    print_rows(columns, rows, output, title=f"{cluster}/{group}/{source}")
     verdicts = [check.verdict for check in checks]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("same", "kept", "differs"))
     print(f"{len(checks)} decisions of {source}: {counts}", file=sys.stderr)
@@ -268,7 +278,7 @@ def print_advice(
     *,
     group: str,
     cluster: str | None,
-    source: str,
+    source: str | None,
     strategies: str | None,
     output: str,
 ) -> None:
@@ -276,13 +286,12 @@ def print_advice(
 
     check_format(output)
     store = Store(path)
-    scope = resolve(store, cluster=cluster, group=group, timeline=source)
-    assert scope.cluster is not None
+    cluster, source = _source(store, cluster, group, source)
     names = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
     for name in names or ():
         strategy(name)
-    table = advise(store, group, scope.cluster, source, names)
-    print_result(table, output, title=f"advice for {scope.cluster}/{group} ({source})")
+    table = advise(store, group, cluster, source, names)
+    print_result(table, output, title=f"advice for {cluster}/{group} ({source})")
     rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
     real = [r for r in rows if r["strategy"] != "optimal" and r["timeline"] != source]
     if output == "table" and real:

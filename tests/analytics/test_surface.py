@@ -229,3 +229,36 @@ def test_unknown_names_are_one_line_errors(path: Path, args: list[str], message:
     assert (out.returncode, out.stdout) == (2, ""), out.stderr
     assert out.stderr.startswith("kstore: error: ") and out.stderr.count("\n") == 1
     assert message in out.stderr
+
+
+def test_replay_infers_the_one_timeline_that_is_no_replay(tmp_path: Path) -> None:
+    """A simulated group has no ``recorded`` timeline: replay, --check and advise take its
+    one source (``sim/NAME``) unasked, not a replay of it; two sources need --from."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    datas = [
+        TopicChanged(topic="t", partitions=4),
+        MemberJoined(member_id="a", topics=["t"]),
+        RebalanceStarted(generation=1, reason="a joined"),
+        AssignmentCompleted(
+            generation=1, strategy="range", assignment={"a": [("t", p) for p in range(4)]}
+        ),
+    ]
+    store.append(
+        [Event(cluster="c", group="g", timeline="sim/g", at=T0, data=d) for d in datas]  # type: ignore[arg-type]
+    )
+    at = ("--store", str(store.path))
+    done = kstore(*at, "replay", "--group", "g", "--strategy", "sticky")
+    assert done.returncode == 0 and "c/g/sim/g with sticky" in done.stdout, done.stderr
+    # The replay is not a second source: each of these still takes sim/g.
+    assert kstore(*at, "replay", "--group", "g", "--strategy", "range", "--check").returncode == 0
+    again = kstore(*at, "replay", "--group", "g", "--strategy", "range")
+    assert again.returncode == 0 and "c/g/sim/g with range" in again.stdout, again.stderr
+    advice = kstore(*at, "advise", "--group", "g", "--strategies", "range", "--format", "csv")
+    assert advice.returncode == 0 and "replay/range" in advice.stdout, advice.stderr
+    store.append(
+        [Event(cluster="c", group="g", timeline="sim/h", at=T0, data=d) for d in datas]  # type: ignore[arg-type]
+    )
+    two = kstore(*at, "replay", "--group", "g", "--strategy", "roundrobin")
+    assert two.returncode == 2 and two.stderr.count("\n") == 1, two.stderr
+    assert "give --from (one of: sim/g, sim/h)" in two.stderr
