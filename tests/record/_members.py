@@ -96,7 +96,7 @@ def kafka_python(
         partition_assignment_strategy=[recording_assignor(strategy, store, group)],
         session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=500,
-        max_poll_interval_ms=20000,
+        max_poll_interval_ms=max(20000, SESSION_TIMEOUT_MS),
         metadata_max_age_ms=1000,
         enable_auto_commit=False,
     )
