@@ -63,6 +63,8 @@ _REBALANCING = (
     "(RebalanceInProgressException)"
 )
 
+_REVOKING = "need to revoke partitions and re-join"
+
 _LeftReason = Literal["leave", "session-timeout", "poll-timeout", "fenced", "other"]
 
 
@@ -361,8 +363,9 @@ class ClassicGroupSim(GroupSim):
         place among the expiries scheduled here."""
         now, clients, ledger = self.now, self.member_clients, self.ledger
         cooperative = self.protocol_name != "eager"
-        # Eager members revoked everything before joining: the ledger takes all their
-        # new partitions in one call at the end.
+        # The ledger takes every member's new partitions in one call at the end: eager
+        # members revoked everything before joining, and a cooperative assignment gives
+        # no partition that its owner is still to revoke here.
         taken: list[tuple[str, tuple[TopicPartition, ...]]] = []
         for member_id, tps in self.state.assignment.items():
             client = clients.get(member_id)
@@ -376,9 +379,7 @@ class ClassicGroupSim(GroupSim):
                     self.release(client, revoked)
                     rejoin = (client, client.life)
                     yield now + self.settings.poll_ms, f"rejoin:{client.spec.name}", rejoin
-                ledger.acquire(member_id, tps, now)
-            else:
-                taken.append((member_id, tps))
+            taken.append((member_id, tps))
             client.owned.update(tps)
         ledger.acquire_each(taken, now)
 
@@ -403,23 +404,33 @@ class ClassicGroupSim(GroupSim):
         )
 
     def _rejoin_rebalancing(self, due: Iterator[tuple[Client, int]]) -> None:
-        for client, life in due:
-            self._rejoin_existing(client, life, _REBALANCING)
+        self._rejoin_each(due, _REBALANCING)
 
     def _rejoin_revoking(self, due: Iterator[tuple[Client, int]]) -> None:
-        for client, life in due:
-            self._rejoin_existing(client, life, "need to revoke partitions and re-join")
+        self._rejoin_each(due, _REVOKING)
 
-    def _rejoin_existing(self, client: Client, life: int, client_reason: str) -> None:
-        if client.life != life or not client.connected(self.now):
-            return
-        member_id = client.member_id
-        if member_id is None or member_id not in self.state.members:
-            self._schedule_rejoin_as_new(client)
-            return
-        if self.protocol_name == "eager":
-            self.release(client, client.owned)
-        self._join_existing(client, member_id, client_reason, metadata_changed=False)
+    def _rejoin_each(self, due: Iterator[tuple[Client, int]], client_reason: str) -> None:
+        """Each client's JoinGroup with its member id, at its own time."""
+        # Every member of every rebalance passes through here: the join phase's common
+        # case (the member parks until all have joined) is done without further calls.
+        queue, eager = self.queue, self.protocol_name == "eager"
+        for client, life in due:
+            if client.life != life or not client.connected(queue.now):
+                continue
+            member_id = client.member_id
+            members = self.state.members
+            if member_id is None or member_id not in members:
+                self._schedule_rejoin_as_new(client)
+                continue
+            if eager and client.owned:
+                self.release(client, client.owned)
+            if self.phase != PREPARING:
+                self._join_existing(client, member_id, client_reason, metadata_changed=False)
+                continue
+            awaiting = self.awaiting
+            awaiting.add(member_id)
+            if len(awaiting) == len(members):
+                self._maybe_complete()
 
     def _join_existing(
         self, client: Client, member_id: str, client_reason: str, *, metadata_changed: bool
@@ -428,7 +439,7 @@ class ClassicGroupSim(GroupSim):
             self.awaiting.add(member_id)
             self._maybe_complete()
             return
-        cooperative_revoke = client_reason == "need to revoke partitions and re-join"
+        cooperative_revoke = client_reason == _REVOKING
         if member_id == self.leader:
             self.awaiting.add(member_id)
             self._prepare_rebalance(
