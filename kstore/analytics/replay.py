@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kstore._errors import UsageError
+from kstore._gc import cyclic_gc_paused
 from kstore.assignors import TopicPartition, assign, get_assignor
 from kstore.model.events import (
     AssignmentCompleted,
@@ -73,6 +74,8 @@ class ReplayResult:
     resumed: int = 0
     complete: bool = True
     """False when ``stop`` ended the run before the source's end."""
+    store_seconds: float = 0.0
+    """The store's part of ``seconds``: reading the source and appending the replay."""
 
 
 class _Replayer:
@@ -167,11 +170,12 @@ class _Replayer:
         self.rebalances += 1
         if suffix:  # only a follow-up round's decision has one
             self.follow_ups += 1
-        # The assignor's result is validated already: building the event does not check it again.
+        # The assignor's result is validated already and is the replay's alone: the event
+        # takes its lists as they are, unchecked.
         data = AssignmentCompleted.model_construct(
             generation=self.generation,
             strategy=self.strategy,
-            assignment={m: list(tps) for m, tps in result.assignment.items()},
+            assignment=dict(result.assignment),
             protocol=self.protocol,
             source=source.timeline,
             source_version=version,
@@ -306,6 +310,7 @@ def replay_events(
         yield from replayer.feed(event, version)
 
 
+@cyclic_gc_paused()
 def replay(
     store: EventStore,
     *,
@@ -352,10 +357,20 @@ def replay(
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
     complete = True
-    for done, stored_source in enumerate(source_events, start=1):
+    done = 0
+    store_seconds = 0.0
+    while True:
+        began = time.perf_counter()
+        stored_source = next(source_events, None)
+        store_seconds += time.perf_counter() - began
+        if stored_source is None:
+            break
+        done += 1
         events = list(replayer.feed(stored_source.event, stored_source.version))
         count += len(events)
+        began = time.perf_counter()
         writer.add(events, fold=replayer.state)
+        store_seconds += time.perf_counter() - began
         if progress is not None:
             progress(done, total)
         if stop is not None and stop():
@@ -363,7 +378,9 @@ def replay(
             break
     if complete:
         replayer.finish()
+    began = time.perf_counter()
     writer.flush()
+    store_seconds += time.perf_counter() - began
     return ReplayResult(
         target,
         count,
@@ -374,4 +391,5 @@ def replay(
         tuple(replayer.warnings),
         replayer.matched,
         complete,
+        store_seconds,
     )

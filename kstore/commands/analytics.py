@@ -181,8 +181,8 @@ def replay_group(
         f"replayed {cluster}/{group}/{source} with {strategy} into timeline "
         f"{done.stream.timeline!r}: this run {done.events} events{resumed}, "
         f"{done.rebalances} rebalances ({done.follow_ups} follow-up rounds), "
-        f"{rate:.1f} rebalances/s (assignor {done.assignor_seconds:.3f} s of "
-        f"{done.seconds:.3f} s)"
+        f"{rate:.1f} rebalances/s (assignor {done.assignor_seconds:.3f} s, store "
+        f"{done.store_seconds:.3f} s of {done.seconds:.3f} s)"
     )
     for warning in done.warnings:
         print(f"kstore: warning: {cluster}/{group} {warning}", file=sys.stderr)

@@ -184,6 +184,9 @@ def test_resuming_a_complete_replay_appends_nothing(store: Store, strategy: str)
     assert again.resumed == first.events == len(before)
     assert again.assignor_seconds == 0.0
     assert _timeline(store, first.stream) == before
+    # The run's time splits into the assignor's, the store's and the replay's own.
+    for done in (first, again):
+        assert 0 < done.store_seconds < done.seconds - done.assignor_seconds
 
 
 def test_resume_without_a_target_replays_it_all(store: Store) -> None:
