@@ -51,6 +51,7 @@ PUBLIC = {
         "CheckpointWrite",
         "ConcurrencyError",
         "EventStore",
+        "Folded",
         "MemoryStore",
         "QueryResult",
         "SchemaError",

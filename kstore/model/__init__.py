@@ -25,13 +25,14 @@ from kstore.model.events import (
     parse_event_line,
     parse_event_lines,
 )
-from kstore.model.fold import GroupState, Member, Rebalance, fold
+from kstore.model.fold import Applied, GroupState, Member, Rebalance, fold
 from kstore.model.ids import event_id
 from kstore.model.strategies import CATALOGUE, Protocol, Strategy, protocol_of, strategy
 
 __all__ = [
     "CATALOGUE",
     "EVENT_TYPES",
+    "Applied",
     "AssignmentCompleted",
     "Event",
     "EventData",

@@ -8,12 +8,17 @@ it into the next assignor request, each member's ``owned`` partitions and
 
 The state is treated as immutable data: ``apply`` replaces the containers it changes
 and never mutates a tuple or ``Member`` in place, so ``copy`` only copies the dicts.
+
+A fold can keep a record of what it held at each event the store's projections read
+it for (``applied``: ``Applied`` per ``AssignmentCompleted`` and ``MemberReplaced``). A
+producer that folds its own events hands that record to the store with them, so the
+store projects from it instead of folding the same events a second time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,7 +39,7 @@ from kstore.model.events import (
     format_time,
 )
 
-__all__ = ["GroupState", "Member", "Rebalance", "fold"]
+__all__ = ["Applied", "GroupState", "Member", "Rebalance", "fold"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,23 @@ class Rebalance:
     started: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """The fold as it applied an event that projections read it for.
+
+    ``generation`` is the state's after the event; for an ``AssignmentCompleted`` E,
+    ``members`` and ``topics`` are the group at E (E changes neither) and ``previous``
+    the assignment before E; for a ``MemberReplaced`` they are left empty.
+    """
+
+    event_id: str
+    version: int
+    generation: int | None
+    members: Mapping[str, Member] = field(default_factory=dict)
+    topics: Mapping[str, int] = field(default_factory=dict)
+    previous: Mapping[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class GroupState:
     """A stream's state after ``version`` events (0: nothing yet)."""
@@ -92,14 +114,18 @@ class GroupState:
     leader: str | None = None
     assignment: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
     rebalance: Rebalance | None = None
+    applied: list[Applied] | None = field(default=None, compare=False, repr=False)
+    """None, or the record ``apply`` adds an ``Applied`` to (see the module's doc)."""
 
     def copy(self) -> GroupState:
+        """A copy that keeps no record (the record is its producer's)."""
         return dataclasses.replace(
             self,
             members=dict(self.members),
             topics=dict(self.topics),
             topic_racks=dict(self.topic_racks),
             assignment=dict(self.assignment),
+            applied=None,
         )
 
     def apply(self, event: Event) -> None:
@@ -136,6 +162,8 @@ class GroupState:
                 self.members.pop(data.member_id, None)
             case MemberReplaced():
                 self._replace_member(data)
+                if self.applied is not None:
+                    self.applied.append(Applied(event.event_id, self.version, self.generation))
             case SubscriptionChanged():
                 # Only MemberJoined makes a member (metrics.md): a non-member's change
                 # stays in the log and changes no state.
@@ -147,6 +175,18 @@ class GroupState:
             case RebalanceStarted():
                 self.rebalance = Rebalance(data.generation, data.reason, event.at)
             case AssignmentCompleted():
+                if self.applied is not None:
+                    # ``assignment`` is only ever replaced, the other two change in place.
+                    self.applied.append(
+                        Applied(
+                            event.event_id,
+                            self.version,
+                            data.generation,
+                            dict(self.members),
+                            dict(self.topics),
+                            self.assignment,
+                        )
+                    )
                 self.generation = data.generation
                 self.strategy = data.strategy
                 self.protocol = data.protocol

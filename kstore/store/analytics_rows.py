@@ -43,12 +43,14 @@ import pyarrow as pa
 
 from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted
-from kstore.model.fold import GroupState
+from kstore.model.fold import Applied
 from kstore.store.catalogue import ANALYTICS, arrow_schema, columns
 
-__all__ = ["ANALYTICS_COLUMNS", "AnalyticsRows", "Decision"]
+__all__ = ["ANALYTICS_COLUMNS", "ROW_KEY", "AnalyticsRows", "Decision", "RowKey"]
 
-_KEY = ("cluster", "group_id", "timeline", "version")
+ROW_KEY = ("cluster", "group_id", "timeline", "version")
+RowKey = tuple[str, str, str, int]
+"""An event's stream and version: the columns that key every projection row of it."""
 _TOPIC_COUNTS: tuple[str, ...] = ("assigned", "moved", "new", "revoked", "unassigned")
 _TOPIC_COUNTS += ("retainable", "kept", "double_assigned", "subscribers")
 ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {table: columns(table) for table in ANALYTICS}
@@ -166,20 +168,17 @@ class AnalyticsRows:
 
     def assignment(
         self,
-        state: GroupState,
+        key: RowKey,
+        applied: Applied,
         data: AssignmentCompleted,
         at_utc: datetime,
-        previous: Mapping[str, tuple[TopicPartition, ...]],
         decision: Decision,
     ) -> None:
-        """Rows for E = ``data``: ``state`` is the fold after E (whose membership and
-        topics are those before E), ``previous`` the assignment before it.
-        """
-        stream = state.stream
-        assert stream is not None
-        key = (*stream, state.version)
-        members = state.members
-        topics = state.topics
+        """Rows for E = ``data``, whose fold ``applied`` gives the group at E and the
+        assignment before it."""
+        members = applied.members
+        topics = applied.topics
+        previous = applied.previous
         tps = decision.tps
 
         revoked = _revoked(previous, decision)

@@ -30,13 +30,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from kstore._errors import KstoreError
 from kstore.model.events import Event, StreamId
-from kstore.model.fold import GroupState
+from kstore.model.fold import Applied, GroupState
 
 __all__ = [
     "AppendResult",
     "CheckpointWrite",
     "ConcurrencyError",
     "EventStore",
+    "Folded",
     "QueryResult",
     "StoredEvent",
     "StreamInfo",
@@ -83,6 +84,18 @@ class CheckpointWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class Folded:
+    """A producer's fold of the events it appends to a stream, handed to ``append`` so
+    the store does not fold them again: ``state`` after them, and the ``Applied``
+    records its fold kept of them (``GroupState.applied``). The store keeps it only
+    where it fits the events it stores (versions, every record there); else it folds
+    them itself."""
+
+    state: GroupState
+    applied: Sequence[Applied]
+
+
+@dataclass(frozen=True, slots=True)
 class StreamInfo:
     stream: StreamId
     events: int
@@ -110,9 +123,11 @@ class EventStore(Protocol):
         expected_version: int | Mapping[StreamId, int] | None = None,
         *,
         checkpoint: CheckpointWrite | None = None,
+        folded: Mapping[StreamId, Folded] | None = None,
     ) -> AppendResult:
         """Store a batch atomically (see the module's rules); ``expected_version`` is
-        one number for a one-stream batch, or a version per stream."""
+        one number for a one-stream batch, or a version per stream; ``folded``: the
+        producer's folds of the batch's streams (``Folded``)."""
         ...
 
     def events(

@@ -26,8 +26,16 @@ from pydantic_core import from_json
 
 from kstore._errors import KstoreError, UsageError
 from kstore._gc import cyclic_gc_paused
-from kstore.model.events import Event, StreamId, by_id, conflict, parse_stored_event
-from kstore.model.fold import GroupState
+from kstore.model.events import (
+    AssignmentCompleted,
+    Event,
+    MemberReplaced,
+    StreamId,
+    by_id,
+    conflict,
+    parse_stored_event,
+)
+from kstore.model.fold import Applied, GroupState
 from kstore.store import catalogue
 from kstore.store._columns import Column
 from kstore.store._lock import (
@@ -45,6 +53,7 @@ from kstore.store.interface import (
     AppendResult,
     CheckpointWrite,
     ConcurrencyError,
+    Folded,
     QueryResult,
     StoredEvent,
     StreamInfo,
@@ -188,6 +197,35 @@ class _Conn:
 def _database_error(exc: BaseException) -> bool:
     """DuckDB's error, raised directly or wrapped by SQLAlchemy (migrations)."""
     return isinstance(exc, duckdb.Error) or isinstance(getattr(exc, "orig", None), duckdb.Error)
+
+
+def _handed(
+    batch: Sequence[Event], heads: Mapping[StreamId, StreamHead], folded: Mapping[StreamId, Folded]
+) -> dict[StreamId, dict[str, Applied]]:
+    """The producers' ``Applied`` records by event id, for each stream whose fold fits
+    the events stored: it ends where they end, and holds a record at the right version
+    for each event the projections read the fold for. The other streams are folded."""
+    if not folded:
+        return {}
+    events: dict[StreamId, list[Event]] = {stream: [] for stream in folded}
+    for event in batch:
+        mine = events.get(event.stream)
+        if mine is not None:
+            mine.append(event)
+    handed: dict[StreamId, dict[str, Applied]] = {}
+    for stream, given in folded.items():
+        start = heads[stream].state.version if stream in heads else None
+        if start is None or given.state.version != start + len(events[stream]):
+            continue
+        records = {applied.event_id: applied for applied in given.applied}
+        fits = all(
+            (found := records.get(event.event_id)) is not None and found.version == start + i
+            for i, event in enumerate(events[stream], 1)
+            if isinstance(event.data, AssignmentCompleted | MemberReplaced)
+        )
+        if fits and given.state.stream == stream:
+            handed[stream] = records
+    return handed
 
 
 def _stream_where(stream: StreamId) -> tuple[str, list[Any]]:
@@ -360,6 +398,7 @@ class Store:
         expected_version: int | Mapping[StreamId, int] | None = None,
         *,
         checkpoint: CheckpointWrite | None = None,
+        folded: Mapping[StreamId, Folded] | None = None,
     ) -> AppendResult:
         """Store a batch atomically; events whose ``event_id`` is stored already are skipped
         (the same fact; another fact under a stored id is an ``EventError``).
@@ -367,7 +406,8 @@ class Store:
         ``expected_version`` (per stream, or one number for a one-stream batch) is the
         version each stream must be at; if one has moved on, ``ConcurrencyError`` and
         nothing is stored. ``checkpoint`` is stored in the same transaction (also when
-        the batch brings nothing new).
+        the batch brings nothing new). ``folded``: the producer's folds of the batch's
+        streams; the projections are made from them instead of folding again.
         """
         unique = by_id(events)
         if not unique and checkpoint is None:
@@ -390,7 +430,9 @@ class Store:
                     raise refused
             if unique:
                 with cyclic_gc_paused():
-                    heads = self._write_batch(conn, list(unique.values()), expected_version)
+                    heads = self._write_batch(
+                        conn, list(unique.values()), expected_version, folded or {}
+                    )
         if not unique:
             return AppendResult(0, len(present))
         self._heads.update(heads)
@@ -415,6 +457,7 @@ class Store:
         conn: _Conn,
         batch: list[Event],
         expected: int | Mapping[StreamId, int] | None,
+        folded: Mapping[StreamId, Folded],
     ) -> dict[StreamId, StreamHead]:
         streams = list(dict.fromkeys(event.stream for event in batch))
         if isinstance(expected, int):
@@ -430,6 +473,8 @@ class Store:
                 )
         position = conn.rows("SELECT coalesce(max(last_position), 0) FROM kstore_streams")[0][0]
         heads = {s: self._head(conn, s, versions.get(s, _NEW).version).copy() for s in streams}
+        handed = _handed(batch, heads, folded)
+        version = {stream: head.state.version for stream, head in heads.items()}
         projector = Projector()
         rows: list[tuple[Any, ...]] = []  # in the order of _EVENT_COLUMNS
         span: dict[StreamId, tuple[datetime, datetime, int]] = {}
@@ -438,14 +483,21 @@ class Store:
             stream = event.stream
             head = heads[stream]
             at_utc, offset = _utc(event.at)
-            projector.feed(head, event, at_utc)
+            records = handed.get(stream)
+            if records is None:
+                projector.feed(head, event, at_utc)
+            else:
+                applied = records.get(event.event_id)
+                if applied is not None:
+                    projector.project(head, event, at_utc, applied)
+            version[stream] += 1
             data = event.data
             rows.append(
                 (
                     position,
                     event.event_id,
                     *stream,
-                    head.state.version,
+                    version[stream],
                     data.type_name(),
                     at_utc,
                     offset,
@@ -459,6 +511,8 @@ class Store:
         conn.insert(
             "kstore_events", _arrow(dict(zip(_EVENT_COLUMNS, map(list, columns), strict=True)))
         )
+        for stream in handed:
+            heads[stream].state = folded[stream].state.copy()
         self._store_rows(conn, projector)
         self._store_heads(conn, heads, span, versions)
         return heads

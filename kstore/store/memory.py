@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from kstore.store.interface import (
     AppendResult,
     CheckpointWrite,
     ConcurrencyError,
+    Folded,
     QueryResult,
     StoredEvent,
     StreamInfo,
@@ -62,6 +64,7 @@ class MemoryStore:
         expected_version: int | Mapping[StreamId, int] | None = None,
         *,
         checkpoint: CheckpointWrite | None = None,
+        folded: Mapping[StreamId, Folded] | None = None,
     ) -> AppendResult:
         unique = by_id(events)
         if not unique and checkpoint is None:
@@ -80,7 +83,7 @@ class MemoryStore:
                     if refused is not None:
                         raise refused
             new = [event for event_id, event in unique.items() if event_id not in self._ids]
-            heads = self._fold_batch(new, expected_version)
+            heads = self._fold_batch(new, expected_version, folded or {})
             for event in new:
                 stored = StoredEvent(len(self._log) + 1, self._version(event.stream) + 1, event)
                 self._log.append(stored)
@@ -93,9 +96,13 @@ class MemoryStore:
         return AppendResult(len(new), len(unique) - len(new), versions)
 
     def _fold_batch(
-        self, batch: list[Event], expected: int | Mapping[StreamId, int] | None
+        self,
+        batch: list[Event],
+        expected: int | Mapping[StreamId, int] | None,
+        folded: Mapping[StreamId, Folded],
     ) -> dict[StreamId, GroupState]:
-        """The new heads of the batch's streams, after checking the expected versions."""
+        """The new heads of the batch's streams, after checking the expected versions
+        (a producer's fold taken as it is where it ends where the batch does)."""
         if not batch:
             return {}
         streams = list(dict.fromkeys(event.stream for event in batch))
@@ -109,9 +116,16 @@ class MemoryStore:
                 raise ConcurrencyError(
                     f"stream {stream} is at version {have}, not {want} as expected; nothing stored"
                 )
-        heads = {s: self._heads.get(s, GroupState()).copy() for s in streams}
+        counts = Counter(event.stream for event in batch)
+        taken = {
+            s: given.state.copy()
+            for s, given in folded.items()
+            if given.state.stream == s and given.state.version == self._version(s) + counts[s]
+        }
+        heads = {s: taken.get(s) or self._heads.get(s, GroupState()).copy() for s in streams}
         for event in batch:
-            heads[event.stream].apply(event)
+            if event.stream not in taken:
+                heads[event.stream].apply(event)
         return heads
 
     def _version(self, stream: StreamId) -> int:

@@ -4,7 +4,9 @@ Pure code (no DuckDB): a ``StreamHead`` is what a stream's projection needs to g
 (its ``GroupState`` and the last owner of every partition ever assigned), and
 ``Projector`` turns stored events into columns for ``kstore_assignments`` and
 ``kstore_ownership``. Appends and ``rebuild`` both go through it, one event at a time,
-so incremental and rebuilt tables agree by construction (and a test checks it).
+so incremental and rebuilt tables agree by construction (and a test checks it). The
+rows read the fold only through its ``Applied`` records: the store's own fold's
+(``feed``), or those of a producer's fold handed over with its events (``project``).
 
 Ownership follows the ``prev(p)`` of docs/spec/metrics.md: a partition's previous
 owner is its owner in the latest earlier ``AssignmentCompleted`` that assigned it to
@@ -20,14 +22,15 @@ from datetime import datetime
 
 from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted, Event, MemberReplaced
-from kstore.model.fold import GroupState
+from kstore.model.fold import Applied, GroupState
 from kstore.store._columns import Column
-from kstore.store.analytics_rows import AnalyticsRows, Decision
+from kstore.store.analytics_rows import ROW_KEY, AnalyticsRows, Decision, RowKey
 from kstore.store.catalogue import columns
 
 __all__ = ["ASSIGNMENT_COLUMNS", "OWNERSHIP_COLUMNS", "Projector", "StreamHead"]
 
 ASSIGNMENT_COLUMNS = columns("kstore_assignments")
+
 OWNERSHIP_COLUMNS = columns("kstore_ownership")
 
 
@@ -82,54 +85,62 @@ class Projector:
         ``at_utc`` is the event's time as the store keeps it (naive UTC).
         """
         state = head.state
-        previous = state.assignment
+        if state.applied is None:
+            state.applied = []
         state.apply(event)
+        for applied in state.applied:
+            self.project(head, event, at_utc, applied)
+        state.applied.clear()
+
+    def project(self, head: StreamHead, event: Event, at_utc: datetime, applied: Applied) -> None:
+        """Add the rows of ``event``, an ``AssignmentCompleted`` or ``MemberReplaced``
+        that a fold applied as ``applied`` says (``head``'s own fold need not have:
+        only its ``last_owner`` is read and advanced)."""
         data = event.data
+        key = (*event.stream, applied.version)
         if isinstance(data, AssignmentCompleted):
             decision = Decision(data.assignment, head.last_owner)
             if self._log_rows:
-                self._assignment(state, data, decision)
+                self._assignment(key, data, decision)
             if self.keep:
-                self.analytics.assignment(state, data, at_utc, previous, decision)
-            self._decided(head, decision, at_utc)
+                self.analytics.assignment(key, applied, data, at_utc, decision)
+            self._decided(head, key, applied, decision, at_utc)
         elif isinstance(data, MemberReplaced):
             old, new = data.old_member_id, data.new_member_id
             if old != new:
                 moved = [tp for tp, owner in head.last_owner.items() if owner == old]
-                self._replaced(head, moved, old, new, at_utc)
+                self._replaced(head, key, applied, moved, old, new, at_utc)
 
-    def _stream_key(self, state: GroupState, count: int, columns: dict[str, Column]) -> None:
-        cluster, group, timeline = state.stream or ("", "", "")
-        for name, value in (
-            ("cluster", cluster),
-            ("group_id", group),
-            ("timeline", timeline),
-            ("version", state.version),
-        ):
+    def _stream_key(self, key: RowKey, count: int, columns: dict[str, Column]) -> None:
+        for name, value in zip(ROW_KEY, key, strict=True):
             columns[name].repeat(value, count)
 
-    def _assignment(self, state: GroupState, data: AssignmentCompleted, decision: Decision) -> None:
+    def _assignment(self, key: RowKey, data: AssignmentCompleted, decision: Decision) -> None:
         columns = self.assignments
         count = len(decision.tps)
-        self._stream_key(state, count, columns)
+        self._stream_key(key, count, columns)
         columns["generation"].repeat(data.generation, count)
         columns["member"].coded(decision.owner, decision.owners)
         columns["topic"].coded(decision.topic, decision.topic_names)
         columns["partition"].numbers(decision.number)
 
-    def _ownership(self, state: GroupState, count: int, at_utc: datetime, cause: str) -> None:
+    def _ownership(
+        self, key: RowKey, applied: Applied, count: int, at_utc: datetime, cause: str
+    ) -> None:
         columns = self.ownership
-        self._stream_key(state, count, columns)
-        columns["generation"].repeat(state.generation, count)
+        self._stream_key(key, count, columns)
+        columns["generation"].repeat(applied.generation, count)
         columns["at"].repeat(at_utc, count)
         columns["cause"].repeat(cause, count)
 
-    def _decided(self, head: StreamHead, decision: Decision, at_utc: datetime) -> None:
+    def _decided(
+        self, head: StreamHead, key: RowKey, applied: Applied, decision: Decision, at_utc: datetime
+    ) -> None:
         changed = decision.changed()
         tps = [decision.tps[i] for i in changed.tolist()]
         owners = [decision.owners[i] for i in decision.owner[changed].tolist()]
         if self._log_rows:
-            self._ownership(head.state, len(tps), at_utc, "AssignmentCompleted")
+            self._ownership(key, applied, len(tps), at_utc, "AssignmentCompleted")
             columns = self.ownership
             columns["topic"].coded(decision.topic[changed], decision.topic_names)
             columns["partition"].numbers(decision.number[changed])
@@ -138,10 +149,17 @@ class Projector:
         head.last_owner.update(zip(tps, owners, strict=True))
 
     def _replaced(
-        self, head: StreamHead, tps: list[TopicPartition], old: str, new: str, at_utc: datetime
+        self,
+        head: StreamHead,
+        key: RowKey,
+        applied: Applied,
+        tps: list[TopicPartition],
+        old: str,
+        new: str,
+        at_utc: datetime,
     ) -> None:
         if self._log_rows:
-            self._ownership(head.state, len(tps), at_utc, "MemberReplaced")
+            self._ownership(key, applied, len(tps), at_utc, "MemberReplaced")
             columns = self.ownership
             columns["topic"].extend([tp[0] for tp in tps])
             columns["partition"].extend([tp[1] for tp in tps])

@@ -16,11 +16,14 @@ a ``Writer`` on any ``EventStore``; the writer imports no database. It
 - stores the producer's checkpoint in the transaction of the batch (``flush(position)``;
   a writer with a checkpoint flushes only when told, so no event goes in without it).
 
-A producer that folds its own events (the simulator, replay) hands its fold to ``add``;
-the writer keeps it as the stream's fold instead of folding the events again. For the
-others the writer keeps the
-fold itself, advanced by what it appends, and asks the store to fold only when another
-writer moved the stream.
+Each appended event is folded once. A producer that folds its own events (the
+simulator, replay) hands its fold to ``add``: the writer keeps it as the stream's fold,
+switches on its record of what the projections read (``GroupState.applied``; a
+producer may switch it on itself, for its first batch too) and hands fold and records
+to the store with the events (``Folded``), which projects from them. For the others the
+writer keeps the fold itself once asked for it (``state``), advanced by what it appends
+and handed over the same way, and asks the store to fold only when another writer moved
+the stream; without a fold (``kstore append``) the store folds.
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState
 from kstore.model.ids import event_id
-from kstore.store.interface import AppendResult, CheckpointWrite, ConcurrencyError, EventStore
+from kstore.store.interface import (
+    AppendResult,
+    CheckpointWrite,
+    ConcurrencyError,
+    EventStore,
+    Folded,
+)
 
 __all__ = ["Writer", "stamp"]
 
@@ -134,12 +143,14 @@ class Writer:
 
     def add(self, events: Iterable[Event], fold: GroupState | None = None) -> None:
         """Queue ``events``; a full batch is flushed. ``fold``: the producer's fold of its
-        stream, these events included (the writer then folds nothing itself)."""
+        stream, these events included (neither the writer nor the store folds them)."""
         for event in events:
             self._pending.append(event)
             if isinstance(event.data, AssignmentCompleted):
                 self._entries += sum(map(len, event.data.assignment.values()))
         if fold is not None and fold.stream is not None:
+            if fold.applied is None:
+                fold.applied = []
             self._folds[fold.stream] = fold
             self._producer_folds.add(fold.stream)
         if self.key is None and (
@@ -165,18 +176,12 @@ class Writer:
             return AppendResult(0, 0)
         counts = Counter(event.stream for event in batch)
         expected = {s: self._versions[s] for s in counts if s in self._versions}
+        folded = self._folded(batch)
         try:
-            result = self.store.append(batch, expected, checkpoint=checkpoint)
-        except EventError:
-            # Another fact under one of these ids: when a stream moved past the version
-            # this writer made its events from, another writer recorded the facts first
-            # (a stale view, as a version conflict), else the events are at fault.
-            for stream, version in expected.items():
-                if self.store.version(stream) != version:
-                    raise ConcurrencyError(
-                        f"stream {stream} moved past version {version}, and holds other "
-                        "facts under this batch's ids; nothing stored"
-                    ) from None
+            result = self._append(batch, expected, checkpoint, folded)
+        except BaseException:
+            for stream in folded.keys() - self._producer_folds:
+                self._folds.pop(stream, None)  # advanced by what was not stored
             raise
         if checkpoint is not None:
             self.saved = json.loads(json.dumps(position))
@@ -189,17 +194,49 @@ class Writer:
                 # Events skipped as stored already sit where this writer would have put
                 # them (a second recorder of the same facts): the stream moved by them.
                 self._versions[stream] = expected[stream] + count
-        self._advance(batch)
         return result
 
-    def _advance(self, batch: list[Event]) -> None:
-        """The writer's own folds take the batch (the producers' have it already)."""
-        if len(self._producer_folds) == len(self._folds):
-            return  # no fold of the writer's own
+    def _append(
+        self,
+        batch: list[Event],
+        expected: dict[StreamId, int],
+        checkpoint: CheckpointWrite | None,
+        folded: dict[StreamId, Folded],
+    ) -> AppendResult:
+        try:
+            return self.store.append(batch, expected, checkpoint=checkpoint, folded=folded)
+        except EventError:
+            # Another fact under one of these ids: when a stream moved past the version
+            # this writer made its events from, another writer recorded the facts first
+            # (a stale view, as a version conflict), else the events are at fault.
+            for stream, version in expected.items():
+                if self.store.version(stream) != version:
+                    raise ConcurrencyError(
+                        f"stream {stream} moved past version {version}, and holds other "
+                        "facts under this batch's ids; nothing stored"
+                    ) from None
+            raise
+
+    def _folded(self, batch: list[Event]) -> dict[StreamId, Folded]:
+        """The folds of the batch's streams to hand to the store: a producer's as it is
+        (its records taken), the writer's own advanced by the batch (the only fold of
+        these events; events the store skips as stored already are folded as it would
+        have put them, as the versions are)."""
+        held = {
+            s: self._folds[s] for s in dict.fromkeys(e.stream for e in batch) if s in self._folds
+        }
+        own = {s: fold for s, fold in held.items() if s not in self._producer_folds}
+        for fold in own.values():
+            fold.applied = []
         for event in batch:
-            held = self._folds.get(event.stream)
-            if held is not None and event.stream not in self._producer_folds:
-                held.apply(event)
+            mine = own.get(event.stream)
+            if mine is not None:
+                mine.apply(event)
+        folded = {}
+        for stream, fold in held.items():
+            records, fold.applied = fold.applied or [], None if stream in own else []
+            folded[stream] = Folded(fold, records)
+        return folded
 
     def forget(self, stream: StreamId) -> None:
         """Drop what the writer knows of ``stream`` (after a ``ConcurrencyError``: the
