@@ -37,6 +37,7 @@ import javaproperties
 import yaml
 
 from kstore._errors import KstoreError, UsageError
+from kstore._files import read_text
 
 __all__ = ["ENV_PREFIX", "KafkaSettings", "RedactingFilter", "is_safe", "load_settings"]
 
@@ -291,12 +292,7 @@ def _flatten(raw: Mapping[str, Any], prefix: str, where: Path) -> dict[str, str]
 
 
 def _read_file(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--command-config {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--command-config {path}: not UTF-8 text") from None
+    text = read_text(path, "--command-config")
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             raw = yaml.safe_load(text)

@@ -48,6 +48,17 @@ def test_yaml_nested_keys_are_dotted(tmp_path: Path) -> None:
     assert load_settings(config, environ={}).values["ssl.ca.location"] == "/ca.pem"
 
 
+def test_an_unreadable_command_config_is_named_with_its_line(tmp_path: Path) -> None:
+    """As every other input file (kstore/_files.py): the line where it stops being text."""
+    config = tmp_path / "client.properties"
+    config.write_bytes(b"bootstrap.servers=b:1\nsasl.password=\xff" + SECRET.encode() + b"\n")
+    with pytest.raises(UsageError) as raised:
+        load_settings(config, environ={})
+    assert str(raised.value) == f"--command-config {config}: line 2: not UTF-8 text (byte 0xff)"
+    with pytest.raises(UsageError, match="cannot read: No such file"):
+        load_settings(tmp_path / "missing.properties", environ={})
+
+
 def test_missing_servers_and_unknown_settings_are_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no bootstrap servers"):
         load_settings(environ={}).confluent()
