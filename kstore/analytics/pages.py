@@ -27,6 +27,7 @@ from kstore._errors import UsageError
 from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
+from kstore.analytics.scope import replays
 from kstore.store.log import Store
 
 __all__ = [
@@ -545,12 +546,9 @@ def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool
     for t in run_query(store, "timeline", {"timeline": timeline}).records():
         if t["storm"] and (t["cluster"], t["group"]) in stats:
             stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
-    replays: dict[tuple[str, str], dict[str, bool | None]] = defaultdict(dict)
-    for c in run_query(store, "coverage", {}).records():
-        if c["source"] != c["timeline"]:
-            replays[(c["cluster"], c["group"])][c["timeline"]] = c["complete"]
+    replayed = replays(store)
     for row in stats.values():
-        found = replays[(row["cluster"], row["group"])]
+        found = replayed.get((row["cluster"], row["group"]), {})
         cut = sum(1 for done in found.values() if not done)
         row["replays"] = f"{len(found)}" + (f", {cut} partial" if cut else "")
         values = row.pop("imbalances")

@@ -18,7 +18,7 @@ from kstore.analytics._queries import run_query, run_sql
 from kstore.model.events import StreamId
 from kstore.store.log import Store
 
-__all__ = ["Scope", "check_params", "resolve", "source_timeline", "unknown"]
+__all__ = ["Scope", "check_params", "replays", "resolve", "source_timeline", "unknown"]
 
 WINDOWS = ("hour", "day")
 
@@ -88,6 +88,19 @@ def resolve(
     return Scope(cluster, group, timeline, tuple(streams))
 
 
+def replays(
+    store: Store, cluster: str | None = None, group: str | None = None
+) -> dict[tuple[str, str], dict[str, bool | None]]:
+    """Per group, its replay timelines (those whose decisions name another timeline as
+    their source, coverage.sql) and whether each is complete (None: source gone)."""
+    found: dict[tuple[str, str], dict[str, bool | None]] = {}
+    params = {"cluster": cluster, "group": group, "timelines": None}
+    for row in run_query(store, "coverage", params).records():
+        if row["source"] != row["timeline"]:
+            found.setdefault((row["cluster"], row["group"]), {})[row["timeline"]] = row["complete"]
+    return found
+
+
 def source_timeline(store: Store, scope: Scope) -> str:
     """The timeline a replay of the group starts from when none is given: ``recorded``
     if the group has it, else the group's one timeline that is no replay (a simulated
@@ -96,10 +109,8 @@ def source_timeline(store: Store, scope: Scope) -> str:
     timelines = {s.timeline for s in scope.streams}
     if "recorded" in timelines:
         return "recorded"
-    params = {"cluster": scope.cluster, "group": scope.group, "timelines": None}
-    sources = {str(row["source"]) for row in run_query(store, "coverage", params).records()}
-    replays = {t for t in timelines if t not in sources}
-    candidates = sorted(timelines - replays)
+    replayed = replays(store, scope.cluster, scope.group).get((scope.cluster, scope.group), {})
+    candidates = sorted(timelines - set(replayed))
     if len(candidates) == 1:
         return candidates[0]
     where = f"{scope.cluster}/{scope.group}"
