@@ -35,6 +35,7 @@ REVISIONS: tuple[str, ...] = (
     "0003_analytics",
     "0004_checkpoints",
     "0005_rebalance_stats",
+    "0006_log_without_indexes",
 )
 """The migrations' revision ids, oldest first (``kstore/store/migrations/versions``)."""
 HEAD = REVISIONS[-1]

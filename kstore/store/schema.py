@@ -56,13 +56,10 @@ def _table(name: str, *constraints: sa.Constraint, **column_args: dict[str, Any]
 
 _STREAM_KEY = ("cluster", "group_id", "timeline")
 
-EVENTS = _table(
-    "kstore_events",
-    sa.UniqueConstraint(*_STREAM_KEY, "version"),
-    # Global position, given out under the store's write lock (one writer at a time).
-    position={"primary_key": True, "autoincrement": False},
-    event_id={"unique": True},
-)
+# No keys (migration 0006): positions, versions and ids are given out and checked by
+# the store under its write lock (one writer at a time); DuckDB rewrote an index of the
+# log whole at each append's checkpoint.
+EVENTS = _table("kstore_events")
 # ``at`` is UTC; the offset the event was written with (``at_offset_s``) is kept so it
 # reads back as written.
 STREAMS = _table("kstore_streams", sa.PrimaryKeyConstraint(*_STREAM_KEY))
