@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -86,25 +87,52 @@ def _fit(natural: list[int], least: list[int], room: int) -> list[int]:
     return widths
 
 
+def _blocks(columns: Sequence[str], cells: list[list[str]], title: str | None, width: int) -> None:
+    """A table too wide for the terminal, as psql's expanded display: a block per row, a
+    line per column (``name | value``), values verbatim, folded only at the edge."""
+    name_width = max(len(name) for name in columns)
+    room = max(width - name_width - 3, 8)
+    out = [title] if title else []
+    for number, row in enumerate(cells, start=1):
+        out.append(f"-[ row {number} ]".ljust(name_width + 1, "-") + "+" + "-" * (room + 1))
+        for name, value in zip(columns, row, strict=True):
+            lines = [
+                piece
+                for line in value.splitlines() or [""]
+                for piece in textwrap.wrap(
+                    line, room, break_on_hyphens=False, drop_whitespace=False
+                )
+                or [""]
+            ]
+            for index, piece in enumerate(lines):
+                out.append(f"{name if index == 0 else '':<{name_width}} | {piece}".rstrip())
+    sys.stdout.write("\n".join(out) + "\n")
+
+
 def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) -> None:
     natural: list[int] = []
     least: list[int] = []
+    whole: list[int] = []  # least, with every header word whole
     for i, name in enumerate(columns):
         values = [row[i] for row in cells]
         word = max((len(w) for v in values for w in v.split()), default=0)
         natural.append(max([len(name), *(len(line) for v in values for line in v.splitlines())]))
         header_word = max((len(w) for w in name.split()), default=0)
         least.append(max(word, min(header_word, max(word, 4)), 1))
+        whole.append(max(word, header_word, 1))
     overhead = 3 * len(columns) + 1  # a space either side of each cell, and the borders
     width = _terminal_width()
     room = width - overhead
-    if sum(least) > room:
+    if sum(whole) <= room:
+        least = whole
+    elif sum(least) > room:
         print(
             f"kstore: note: the table needs {sum(least) + overhead} columns, the terminal "
-            f"has {width}; use --format csv (or json) for rows that fit anywhere",
+            f"has {width}: a block per row (--format csv for a line per row)",
             file=sys.stderr,
         )
-        room = sum(least)
+        _blocks(columns, cells, title, width)
+        return
     widths = _fit(natural, least, room)
     table = Table(title=None if title is None else Text(title))
     for name, w in zip(columns, widths, strict=True):

@@ -145,8 +145,11 @@ def test_tables_fit_the_terminal_without_cutting_numbers_or_ids(path: Path) -> N
         words = _words(out.stdout)
         for row in rows:
             assert row["at"] in words and str(row["version"]) in words
-        # 19 columns of whole values cannot fit in 100 columns: it says so and what to use
+        # 19 columns of whole values cannot fit in 100 columns: it says so, what to use,
+        # and prints a block per row (as psql's expanded display) that fits
         assert "--format csv" in out.stderr
+        assert max(len(line) for line in out.stdout.splitlines()) <= columns
+        assert out.stdout.count("-[ row ") == len(rows)
     sql = (
         f"SELECT '{MEMBER}' AS member, "
         "'a long explanation of what happened to this member in that rebalance' AS detail"
