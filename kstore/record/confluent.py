@@ -13,14 +13,22 @@ subscription, its topics' partition counts and its client library.
 
 ``merge_reports`` groups the reports by generation, never by time, so delays and any
 order of arrival across members merge into the same events. A generation is one
-somebody was given an assignment in. A member is in a generation when it reported in it, when it
-reported both before and after it, or, cooperative, while it holds partitions nobody
-else was given (a cooperative member whose SyncGroup failed, or an older listener's
-member whose partitions did not change, may get no callback). What it held in the
-generation is what its last report of that generation says, where a revocation that
-ends the generation (every eager revocation, any ``lost``) counts what was held before
-it. A member missing from a generation has left: of its own accord when it reported
-``close``, otherwise it crashed or was expelled.
+somebody was given an assignment in. A member is in a generation when it was given an
+assignment in it; when it is given one later (its SyncGroup failed in between); when it
+did not report in it but reported both before and after it; or, cooperative, while it
+holds partitions nobody else was given (a cooperative member whose SyncGroup failed
+keeps what it held, and an older listener's member whose partitions did not change may
+get no callback). A member that reported in a generation but is in it by none of these
+left during its rebalance (closed, or was never heard of again) before anything of it
+reached it, and is not in it. Its JoinGroup answer named the generation, but whether
+the leader's decision counted it cannot be told from the reports: on Tansu, which
+answers a JoinGroup with the generation under way, the leaders' logs of one soak
+counted such members, and in another 12 members that had closed or died were named in
+a generation whose 6 others were each given 2 of its 12 partitions, which no decision
+over 18 members gives. What a member held in a generation is what its last report of
+it says, where a revocation that ends the generation (every eager revocation, any
+``lost``) counts what was held before it. A member missing from a generation has left:
+of its own accord when it reported ``close``, otherwise it crashed or was expelled.
 
 Generations are the group's own numbers (librdkafka's), so the merge is deterministic:
 event ids derive from the generation and the event's content, and merging again (after
@@ -370,11 +378,15 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     """Events of one group's reports, sorted by (generation, member, seq)."""
     span: dict[str, tuple[int, int]] = {}
     closed: dict[str, int] = {}
+    last_given: dict[str, int] = {}
+    """The last generation each member was given an assignment in."""
     for report in reports:
         low, high = span.get(report.member_id, (report.generation, report.generation))
         span[report.member_id] = (min(low, report.generation), max(high, report.generation))
         if report.kind == "close":
             closed[report.member_id] = report.generation
+        elif report.kind == "assign":
+            last_given[report.member_id] = report.generation
     by_generation: dict[int, list[MemberReport]] = {}
     for report in reports:
         if report.kind != "close":
@@ -396,18 +408,46 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     cooperative: dict[str, bool] = {}
     for generation, round_reports in sorted(by_generation.items()):
         out: list[EventData] = []
-        last = {report.member_id: report for report in round_reports}
+        reported = {report.member_id: report for report in round_reports}
         for report in round_reports:
             for topic, count in sorted(report.partition_counts.items()):
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        taken = {tp for report in last.values() for tp in report.holds + report.partitions}
+        given = {report.member_id for report in round_reports if report.kind == "assign"}
+        # A member given nothing in the generation (its JoinGroup answer named it, but its
+        # SyncGroup failed or it left first) is in it when it is given an assignment
+        # later, or while it holds partitions nobody else has; else it left during the
+        # generation's rebalance, before anything of it reached the member.
+        last = {
+            member_id: report
+            for member_id, report in reported.items()
+            if member_id in given
+            or last_given.get(member_id, -1) > generation
+            or _carried(
+                member_id,
+                generation,
+                report.held_in_generation(closed.get(member_id) == generation),
+                report.cooperative,
+                closed,
+                _taken_by_others(member_id, reported),
+            )
+        }
         present = set(last) | {
             m
             for m in members
-            if span[m][0] < generation < span[m][1]
-            or _carried(m, generation, holds.get(m, []), cooperative, closed, taken)
+            if m not in reported
+            and (
+                span[m][0] < generation < span[m][1]
+                or _carried(
+                    m,
+                    generation,
+                    holds.get(m, []),
+                    cooperative.get(m, False),
+                    closed,
+                    _taken_by_others(m, last),
+                )
+            )
         }
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
@@ -485,21 +525,32 @@ def _carried(
     member_id: str,
     generation: int,
     held: list[TopicPartition],
-    cooperative: dict[str, bool],
+    cooperative: bool,
     closed: dict[str, int],
     taken: set[TopicPartition],
 ) -> bool:
-    """A cooperative member that did not report in ``generation`` (and never after) is
-    still in it while it holds partitions nobody else was given: librdkafka calls back
-    only members whose partitions change, and a departed member's partitions go to
-    others in the generation after its departure. One that closed, or holds nothing,
-    cannot be told from a departed one."""
+    """A cooperative member that was given nothing in ``generation`` and is given nothing
+    after it (silent in it, or leaving during its rebalance) is still in it while it
+    holds partitions nobody else was given: its SyncGroup failed and it kept what it
+    held, and a departed member's partitions go to others in the generation after its
+    departure. One that closed before, or holds nothing, cannot be told from a departed
+    one."""
     return (
-        cooperative.get(member_id, False)
+        cooperative
         and closed.get(member_id, generation) >= generation
         and bool(held)
         and not set(held) & taken
     )
+
+
+def _taken_by_others(member_id: str, last: dict[str, MemberReport]) -> set[TopicPartition]:
+    """What the other reporters of a generation held or were called back with in it."""
+    return {
+        tp
+        for other, report in last.items()
+        if other != member_id
+        for tp in report.holds + report.partitions
+    }
 
 
 def _events(
