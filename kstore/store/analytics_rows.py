@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
 from typing import Any
@@ -97,6 +98,7 @@ class Decision:
             self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
             self.tp_first: _Bools = self.pair_first
             self.shared: _Bools = np.zeros(size, dtype=np.bool_)
+            self.doubled = False
         else:
             self.pair_first = np.zeros(size, dtype=np.bool_)
             self.tp_first = np.zeros(size, dtype=np.bool_)
@@ -108,6 +110,7 @@ class Decision:
                 self.pair_first[i] = member not in held
                 held.add(member)
             self.shared = np.array([len(holders[tp]) > 1 for tp in self.tps], dtype=np.bool_)
+            self.doubled = bool(self.shared.any())  # a partition given to several members
         self.single: _Bools = self.pair_first & ~self.shared
 
     def changed(self) -> _Ints:
@@ -136,23 +139,36 @@ def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
 _ARROW_FROM = 1000
 
 
-def _counts(codes: _Ints, mask: _Bools, size: int) -> _Ints:
-    return np.bincount(codes[mask], minlength=size).astype(np.int64)
+_SETTLED = ("kstore_topic_stats", "kstore_rebalance_stats")
+"""The tables whose counts are settled for a batch of E at once (``_Settle``)."""
 
 
 class AnalyticsRows:
-    """Collects the rows of the ``ANALYTICS_COLUMNS`` tables (as tuples: a few per
-    event, converted to Arrow once per table by ``arrow``)."""
+    """Collects the rows of the ``ANALYTICS_COLUMNS`` tables: the counts of the
+    ``_SETTLED`` tables for a whole batch of E at once (``_Settle``), the other tables'
+    few rows per E as tuples; each table converted to Arrow once by ``arrow``."""
 
     def __init__(self) -> None:
         self._rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in ANALYTICS_COLUMNS}
+        self._pending: list[_Pending] = []
+        self._waiting = 0
+        self._settled: dict[str, list[pa.Table]] = {table: [] for table in _SETTLED}
 
     def rows(self) -> int:
-        return sum(map(len, self._rows.values()))
+        settled: int = sum(t.num_rows for tables in self._settled.values() for t in tables)
+        return sum(map(len, self._rows.values())) + self._waiting + settled
 
     def arrow(self, table: str) -> pa.Table:
         """The rows of ``table`` collected so far, with the catalogue's types."""
+        if self._pending:
+            settle = _Settle(self._pending)
+            self._settled["kstore_topic_stats"].append(settle.topic_stats())
+            self._settled["kstore_rebalance_stats"].append(settle.rebalance_stats())
+            self._pending, self._waiting = [], 0
         schema = arrow_schema(table)
+        if table in self._settled:
+            done = self._settled[table]
+            return pa.concat_tables(done) if done else schema.empty_table()
         rows = self._rows[table]
         columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
         return pa.Table.from_arrays(
@@ -178,10 +194,9 @@ class AnalyticsRows:
         assignment before it."""
         members = applied.members
         topics = applied.topics
-        previous = applied.previous
         tps = decision.tps
 
-        revoked = _revoked(previous, decision)
+        revoked = _revoked(applied.previous, decision)
         subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
         names = sorted(
             set(decision.topic_names)
@@ -189,84 +204,227 @@ class AnalyticsRows:
             | {t for ts in subscribed.values() for t in ts}
         )
         tcode = {t: i for i, t in enumerate(names)}
-        width = len(names)
-        topic: _Ints = np.array([tcode[t] for t in decision.topic_names], dtype=np.int64)
-        topic = topic[decision.topic]
-        number = decision.number
-
         # Member codes: ``decision.people`` (so ``decision.owner`` and ``decision.prev``
         # are codes), then the members at E that are not among them.
         mcode: dict[str, int] = {m: i for i, m in enumerate(decision.people)}
         for m in members:
             mcode.setdefault(m, len(mcode))
-        owner = decision.owner
-        prev = decision.prev
-        # eligible[m, t]: m is a member at E and subscribes to t
-        eligible = np.zeros((len(mcode), width), dtype=np.bool_)
-        pairs = [(mcode[m], tcode[t]) for m, ts in subscribed.items() for t in ts]
-        if pairs:
-            eligible[tuple(np.array(pairs, dtype=np.int64).T)] = True
-        at_e = np.zeros(len(mcode), dtype=np.bool_)
-        at_e[[mcode[m] for m in members]] = True
-
-        single = decision.single
-        known = prev >= 0
-        retainable = single & known & eligible[np.maximum(prev, 0), topic]
-        size = np.array([topics.get(t, 0) for t in names], dtype=np.int64)
-        exists = np.array([t in topics for t in names], dtype=np.bool_)
-        wanted = exists & eligible.any(axis=0)
-        covered = _counts(topic, decision.tp_first & (number < size[topic]), width)
-        loads = np.bincount(owner[decision.pair_first], minlength=len(mcode))
-        topic_loads = np.bincount(
-            (owner * width + topic)[decision.pair_first], minlength=len(mcode) * width
-        ).reshape(len(mcode), width)
+        people = len(mcode)
         revoked_per_topic = Counter(tp[0] for _, tp in revoked)  # (member, partition) pairs
-
-        counts = {
-            "assigned": _counts(topic, decision.tp_first, width),
-            "moved": _counts(topic, single & known & (prev != owner), width),
-            "new": _counts(topic, single & ~known, width),
-            "revoked": np.array([revoked_per_topic[t] for t in names], dtype=np.int64),
-            "unassigned": np.where(wanted, size - covered, 0),
-            "retainable": _counts(topic, retainable, width),
-            "kept": _counts(topic, retainable & (prev == owner), width),
-            "double_assigned": _counts(topic, decision.tp_first & decision.shared, width),
-            "subscribers": eligible.sum(axis=0),
-        }
-        # Per topic, max - min of its subscribers' partitions of it (None: no subscriber).
-        most = np.where(eligible, topic_loads, -1).max(axis=0, initial=-1).tolist()
-        least = np.where(eligible, topic_loads, _NONE).min(axis=0, initial=_NONE).tolist()
-        spreads = [None if hi < 0 else hi - lo for hi, lo in zip(most, least, strict=True)]
-        self._add(
-            "kstore_topic_stats",
-            key,
-            list(zip(names, *(counts[c].tolist() for c in _TOPIC_COUNTS), spreads, strict=True)),
+        self._pending.append(
+            _Pending(
+                key=key,
+                generation=data.generation,
+                at_utc=at_utc,
+                members=len(members),
+                names=names,
+                sizes=[topics.get(t, 0) for t in names],
+                exists=[t in topics for t in names],
+                revoked=[revoked_per_topic[t] for t in names],
+                people=people,
+                at_e=[mcode[m] for m in members],
+                pairs=[tcode[t] * people + mcode[m] for m, ts in subscribed.items() for t in ts],
+                topic_of_name=[tcode[t] for t in decision.topic_names],
+                decision=decision,
+            )
         )
-
-        counted = loads[at_e & eligible[:, exists].any(axis=1)]
-        imbalance = excess = None
-        if counted.size:
-            imbalance = int(counted.max() - counted.min())
-            ceiling = -(-int(counted.sum()) // counted.size)
-            excess = int(np.maximum(counted - ceiling, 0).sum())
-        self._add(
-            "kstore_rebalance_stats",
-            key,
-            [(data.generation, at_utc, len(members), imbalance, excess)],
-        )
+        self._waiting += len(tps) + len(names)
         self._add(
             "kstore_members_at",
             key,
             [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))],
         )
         self._add("kstore_topics_at", key, list(topics.items()))
-        doubled = np.flatnonzero(decision.pair_first & decision.shared).tolist()
-        self._add(
-            "kstore_double_assignments",
-            key,
-            [(*tps[i], decision.owners[decision.owner[i]]) for i in doubled],
-        )
+        if decision.doubled:
+            doubled = np.flatnonzero(decision.pair_first & decision.shared).tolist()
+            self._add(
+                "kstore_double_assignments",
+                key,
+                [(*tps[i], decision.owners[decision.owner[i]]) for i in doubled],
+            )
         self._add("kstore_revocations", key, [(m, *tp) for m, tp in revoked])
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One E's own part of its counts, kept until ``_Settle`` counts a batch's at once
+    (numpy's calls cost as much for five entries as for thousands: per E they were most
+    of a small group's append)."""
+
+    key: RowKey
+    generation: int
+    at_utc: datetime
+    members: int
+    names: list[str]
+    """The topics of E's rows: assigned, revoked or subscribed to, sorted."""
+    sizes: list[int]
+    """Per topic of ``names``: its partitions at E (0: no such topic)."""
+    exists: list[bool]
+    revoked: list[int]
+    people: int
+    """How many member codes: ``decision.people``, then the members at E not among them."""
+    at_e: list[int]
+    pairs: list[int]
+    """Each (member at E, topic it subscribes to), as ``topic * people + member``."""
+    topic_of_name: list[int]
+    """``decision.topic_names`` as indexes into ``names``."""
+    decision: Decision
+
+
+def _offsets(counts: Sequence[int]) -> _Ints:
+    """Where each of runs of ``counts`` values, one after the other, starts."""
+    out = np.zeros(len(counts), dtype=np.int64)
+    if len(counts) > 1:
+        np.cumsum(counts[:-1], out=out[1:])
+    return out
+
+
+def _joined(parts: Sequence[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+class _Settle:
+    """The counts of a batch of pending E, columnar. Every E's topics, member codes and
+    (member, topic) pairs get slots of their own, side by side (pairs topic-major within
+    an E), so that each count is one numpy call for the whole batch."""
+
+    def __init__(self, pending: list[_Pending]) -> None:
+        self.pending = pending
+        events = np.arange(len(pending), dtype=np.int64)
+        widths = [len(p.names) for p in pending]
+        people = [p.people for p in pending]
+        self.topics = sum(widths)
+        self.members = sum(people)
+        topic_base = _offsets(widths)
+        self.member_base = _offsets(people)
+        pair_sizes = [w * m for w, m in zip(widths, people, strict=True)]
+        pair_base = _offsets(pair_sizes)
+        pairs = sum(pair_sizes)
+        self.people: _Ints = np.array(people, dtype=np.int64)
+
+        # Per entry (a member and partition that some E lists): its E, topic and codes.
+        decisions = [p.decision for p in pending]
+        event = np.repeat(events, [len(d.tps) for d in decisions])
+        name_base = _offsets([len(p.topic_of_name) for p in pending])
+        topic_of_name = np.array([t for p in pending for t in p.topic_of_name], dtype=np.int64)
+        local_topic = topic_of_name[
+            _joined([d.topic for d in decisions], np.int64) + name_base[event]
+        ]
+        self.topic = topic_base[event] + local_topic
+        owner = _joined([d.owner for d in decisions], np.int64)
+        prev = _joined([d.prev for d in decisions], np.int64)
+        self.number = _joined([d.number for d in decisions], np.int64)
+        self.single = _joined([d.single for d in decisions], np.bool_)
+        self.pair_first = _joined([d.pair_first for d in decisions], np.bool_)
+        self.tp_first = _joined([d.tp_first for d in decisions], np.bool_)
+        self.shared = _joined([d.shared for d in decisions], np.bool_)
+        self.owner = self.member_base[event] + owner
+        self.known = prev >= 0
+        self.same = prev == owner
+        pair_of = pair_base[event] + local_topic * self.people[event]  # + member code
+
+        self.eligible = np.zeros(pairs, dtype=np.bool_)
+        pair_event = np.repeat(events, [len(p.pairs) for p in pending])
+        given = np.array([c for p in pending for c in p.pairs], dtype=np.int64)
+        self.eligible[pair_base[pair_event] + given] = True
+        self.retainable = self.single & self.known & self.eligible[pair_of + np.maximum(prev, 0)]
+        self.topic_loads = np.bincount((pair_of + owner)[self.pair_first], minlength=pairs)
+        # Each pair slot's topic slot and member slot.
+        slot_event = np.repeat(events, pair_sizes)
+        local = np.arange(pairs, dtype=np.int64) - pair_base[slot_event]
+        slot_people = self.people[slot_event]
+        self.pair_topic = topic_base[slot_event] + local // slot_people
+        self.pair_member = self.member_base[slot_event] + local % slot_people
+        self.size: _Ints = np.array([n for p in pending for n in p.sizes], dtype=np.int64)
+        self.exists: _Bools = np.array([e for p in pending for e in p.exists], dtype=np.bool_)
+
+    def _counts(self, mask: _Bools) -> _Ints:
+        return np.bincount(self.topic[mask], minlength=self.topics)
+
+    def topic_stats(self) -> pa.Table:
+        subscribers = np.bincount(self.pair_topic[self.eligible], minlength=self.topics)
+        wanted = self.exists & (subscribers > 0)
+        covered = self._counts(self.tp_first & (self.number < self.size[self.topic]))
+        single, known, retainable = self.single, self.known, self.retainable
+        counts = {
+            "assigned": self._counts(self.tp_first),
+            "moved": self._counts(single & known & ~self.same),
+            "new": self._counts(single & ~known),
+            "revoked": [n for p in self.pending for n in p.revoked],
+            "unassigned": np.where(wanted, self.size - covered, 0),
+            "retainable": self._counts(retainable),
+            "kept": self._counts(retainable & self.same),
+            "double_assigned": self._counts(self.tp_first & self.shared),
+            "subscribers": subscribers,
+        }
+        # Per topic, max - min of its subscribers' partitions of it (NULL: no subscriber).
+        spread = _spread(
+            self.pair_topic[self.eligible], self.topic_loads[self.eligible], self.topics
+        )
+        columns: dict[str, Any] = _keys([(p.key, len(p.names)) for p in self.pending])
+        columns["topic"] = [t for p in self.pending for t in p.names]
+        columns.update(counts)
+        columns["imbalance"] = spread
+        return _table("kstore_topic_stats", columns)
+
+    def rebalance_stats(self) -> pa.Table:
+        pending = self.pending
+        # Loads over the members at E that subscribe to a topic that exists at E.
+        counts = np.zeros(self.members, dtype=np.bool_)
+        counts[self.pair_member[self.eligible & self.exists[self.pair_topic]]] = True
+        at_e = np.zeros(self.members, dtype=np.bool_)
+        at_e[
+            [int(b) + m for p, b in zip(pending, self.member_base, strict=True) for m in p.at_e]
+        ] = True
+        member_event = np.repeat(np.arange(len(pending), dtype=np.int64), self.people)
+        loads = np.bincount(self.owner[self.pair_first], minlength=self.members)
+        counted = at_e & counts
+        which, load = member_event[counted], loads[counted]
+        many = np.bincount(which, minlength=len(pending))
+        total = np.bincount(which, weights=load, minlength=len(pending)).astype(np.int64)
+        ceiling = -(-total // np.maximum(many, 1))
+        excess = np.bincount(
+            which, weights=np.maximum(load - ceiling[which], 0), minlength=len(pending)
+        ).astype(np.int64)
+        columns: dict[str, Any] = _keys([(p.key, 1) for p in pending])
+        columns["generation"] = [p.generation for p in pending]
+        columns["at"] = [p.at_utc for p in pending]
+        columns["members"] = [p.members for p in pending]
+        columns["imbalance"] = _spread(which, load, len(pending))
+        columns["excess"] = pa.array(excess, mask=many == 0)
+        return _table("kstore_rebalance_stats", columns)
+
+
+def _spread(groups: _Ints, values: _Ints, size: int) -> pa.Array:
+    """Per group of ``size``, max - min of its ``values`` (NULL: none)."""
+    most = np.full(size, -1, dtype=np.int64)
+    least = np.full(size, _NONE, dtype=np.int64)
+    np.maximum.at(most, groups, values)
+    np.minimum.at(least, groups, values)
+    none = most < 0
+    return pa.array(np.where(none, 0, most - least), mask=none)
+
+
+def _keys(runs: list[tuple[RowKey, int]]) -> dict[str, list[Any]]:
+    """The key columns of rows, each key repeated its count of times."""
+    columns: dict[str, list[Any]] = {name: [] for name in ROW_KEY}
+    for key, count in runs:
+        for name, value in zip(ROW_KEY, key, strict=True):
+            columns[name].extend([value] * count)
+    return columns
+
+
+def _table(table: str, columns: dict[str, Any]) -> pa.Table:
+    schema = arrow_schema(table)
+    return pa.Table.from_arrays(
+        [
+            values.cast(field.type)
+            if isinstance(values := columns[field.name], pa.Array)
+            else pa.array(values, type=field.type)
+            for field in schema
+        ],
+        schema=schema,
+    )
 
 
 def _revoked(
