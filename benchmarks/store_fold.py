@@ -51,7 +51,9 @@ def _timed(store: Store, stream: StreamId, version: int, snapshots: bool) -> flo
     return elapsed
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
+    """``quick`` changes nothing: the one case takes seconds (``python -m benchmarks``
+    passes it to every benchmark)."""
     events = _stream()
     stream = events[0].stream
     with tempfile.TemporaryDirectory() as tmp:
