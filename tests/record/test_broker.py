@@ -742,7 +742,7 @@ def test_soak_six_members_killed_and_restarted_no_generation_missed_or_invented(
     joined again as new members, and the group never settled (CI; seeds 3 and 5 here).
     So a change comes every 8-16 s and the session timeout is 30 s."""
     rng = random.Random(int(os.environ.get("KSTORE_SOAK_SEED", "17")))
-    reports, topic = tmp_path / "reports", "soak"
+    reports, topic = tmp_path / "reports", f"soak-{kind}"
     create_topic(broker, topic, 12)
     target = reports if kind == "confluent" else store.path
     members = Members(kind, broker, f"soak-{kind}", strategy, target, tmp_path, 30_000)
