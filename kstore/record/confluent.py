@@ -19,15 +19,17 @@ did not report in it but reported both before and after it; or, cooperative, whi
 holds partitions nobody else was given (a cooperative member whose SyncGroup failed
 keeps what it held, and an older listener's member whose partitions did not change may
 get no callback). A member that reported in a generation but is in it by none of these
-left during its rebalance (closed, or was never heard of again) before anything of it
-reached it, and is not in it. Its JoinGroup answer named the generation, but whether
-the leader's decision counted it cannot be told from the reports: on Tansu, which
-answers a JoinGroup with the generation under way, the leaders' logs of one soak
-counted such members, and in another 12 members that had closed or died were named in
-a generation whose 6 others were each given 2 of its 12 partitions, which no decision
-over 18 members gives. What a member held in a generation is what its last report of
-it says, where a revocation that ends the generation (every eager revocation, any
-``lost``) counts what was held before it. A member missing from a generation has left:
+(it closed, or was never heard of again, holding nothing nobody else took) left before
+anything of the generation reached it, and is not in it. Its JoinGroup answer named the
+generation, and the leader's decision may have counted it and given it partitions that
+nobody then held, which the reports cannot tell: Kafka keeps a crashed member in the
+generation until its session times out, and Tansu, which answers a JoinGroup with the
+generation under way, kept such members in its leaders' requests (9 of 9 in two soaks
+with the leaders' logs) but also named 12 closed or dead ones in a generation whose 6
+others were each given 2 of its 12 partitions, which no decision over 18 members
+gives. What a member held in a generation is what its last report of it says, where a
+revocation that ends the generation (every eager revocation, any ``lost``) counts what
+was held before it. A member missing from a generation has left:
 of its own accord when it reported ``close``, otherwise it crashed or was expelled.
 
 Generations are the group's own numbers (librdkafka's), so the merge is deterministic:
