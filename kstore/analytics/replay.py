@@ -108,7 +108,17 @@ class _Replayer:
         self._absorbing = False
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
-        event = stamp(self.target, source.at, data, "replay", self.target, source.event_id, suffix)
+        # Made of the source's validated values and the replay's own: not validated again.
+        event = stamp(
+            self.target,
+            source.at,
+            data,
+            "replay",
+            self.target,
+            source.event_id,
+            suffix,
+            trusted=True,
+        )
         if self._next is not None:
             event = self._match(event)
         self.state.apply(event)
@@ -213,7 +223,8 @@ class _Replayer:
             self._followed = self._absorbing = False
             self.generation += 1
             yield self._event(
-                source, RebalanceStarted(generation=self.generation, reason=data.reason)
+                source,
+                RebalanceStarted.model_construct(generation=self.generation, reason=data.reason),
             )
         elif isinstance(data, AssignmentCompleted):
             self._followed = False
@@ -225,7 +236,7 @@ class _Replayer:
             yield self._decide(source, version)
             if self.protocol == "cooperative" and self._took(before):
                 self.generation += 1
-                reason = RebalanceStarted(
+                reason = RebalanceStarted.model_construct(
                     generation=self.generation, reason="cooperative follow-up"
                 )
                 yield self._event(source, reason, "/follow-up-start")
