@@ -336,29 +336,32 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
 
 
 def _on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
-    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide."""
+    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide.
+
+    The terminal is read while the command runs: a slow run (a loaded machine) redraws
+    its bar more often than the terminal's buffer holds, and would block on it."""
     leader, follower = os.openpty()
     try:
-        tty = subprocess.run(
+        tty = subprocess.Popen(
             command,
             stdout=subprocess.DEVNULL,
             stderr=follower,
             env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
-            check=False,
         )
         os.close(follower)
         shown = b""
         while True:
             try:
                 chunk = os.read(leader, 65536)
-            except OSError:
+            except OSError:  # every writer closed its end (Linux: EIO)
                 break
             if not chunk:
                 break
             shown += chunk
+        returncode = tty.wait()
     finally:
         os.close(leader)
-    return tty.returncode, shown.decode(errors="replace")
+    return returncode, shown.decode(errors="replace")
 
 
 def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> None:
