@@ -364,6 +364,7 @@ def replay(
             "(--resume continues an interrupted replay into it)"
         )
     replayer = _Replayer(target, strategy, stored)
+    replayer.state.applied = []  # recorded from the first new event: the store folds none
     count = 0
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)

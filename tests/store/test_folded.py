@@ -126,3 +126,27 @@ def test_a_recorders_fold_is_advanced_once_by_its_writer(
         with pytest.raises(ConcurrencyError):
             writer.flush()
         assert writer.state(G) == store.state(G) == fold(events[:8])
+
+
+def test_simulate_and_replay_fold_each_of_their_events_once(
+    tmp_path: Path, applies: list[Event]
+) -> None:
+    """Their first batch too (the writer used to switch the record on at its first add,
+    after the simulation or replay had folded that batch's events, so the store folded
+    them again)."""
+    from kstore.analytics.replay import replay
+    from kstore.simulate.generate import generate
+    from kstore.simulate.runner import run_scenario
+
+    store = _fresh(tmp_path / "k.duckdb")
+    scenario = generate("steady-churn", members=6, steps=30, seed=3)
+    run_scenario(scenario, store=store, timeline="sim/x")
+    sim = [s.event for s in store.events() if s.event.stream.timeline == "sim/x"]
+    assert sorted(e.event_id for e in applies) == sorted(e.event_id for e in sim)
+    applies.clear()
+    replay(
+        store, group=scenario.group_id, cluster=scenario.cluster, strategy="sticky", source="sim/x"
+    )
+    mine = [e.event_id for e in applies if e.stream.timeline == "replay/sticky"]
+    stored = [s.event.event_id for s in store.events(timeline="replay/sticky")]
+    assert mine and sorted(mine) == sorted(stored)
