@@ -14,23 +14,23 @@ subscription, its topics' partition counts and its client library.
 ``merge_reports`` groups the reports by generation, never by time, so delays and any
 order of arrival across members merge into the same events. A generation is one
 somebody was given an assignment in. A member is in a generation when it was given an
-assignment in it; when it is given one later (its SyncGroup failed in between); when it
-did not report in it but reported both before and after it; or, cooperative, while it
-holds partitions nobody else was given (a cooperative member whose SyncGroup failed
-keeps what it held, and an older listener's member whose partitions did not change may
-get no callback). A member that reported in a generation but is in it by none of these
-(it closed, or was never heard of again, holding nothing nobody else took) left before
-anything of the generation reached it, and is not in it. Its JoinGroup answer named the
-generation, and the leader's decision may have counted it and given it partitions that
-nobody then held, which the reports cannot tell: Kafka keeps a crashed member in the
-generation until its session times out, and Tansu, which answers a JoinGroup with the
-generation under way, kept such members in its leaders' requests (9 of 9 in two soaks
-with the leaders' logs) but also named 12 closed or dead ones in a generation whose 6
-others were each given 2 of its 12 partitions, which no decision over 18 members
-gives. What a member held in a generation is what its last report of it says, where a
-revocation that ends the generation (every eager revocation, any ``lost``) counts what
-was held before it. A member missing from a generation has left:
-of its own accord when it reported ``close``, otherwise it crashed or was expelled.
+assignment in it; when, already a member, it reported in it without being given one
+(its SyncGroup failed, or it left before the answer) and nobody else holds or was given
+what it holds (it kept that, or holds nothing); when it did not report in it but
+reported both before and after it; or, cooperative, while it holds partitions nobody
+else was given (an older listener's member whose partitions did not change may get no
+callback). A new member joins the record in the first generation it is given an
+assignment in: one whose JoinGroup answer named a generation, that was given nothing in
+it, is not in it. Whether the leader's decision counted such a member cannot be told
+from the reports: Kafka counts every member of the JoinGroup round, and Tansu, which
+answers a JoinGroup with the generation under way, counted them (11 of 11 in two soaks
+with the leaders' logs, 9 given partitions that nobody then held) but also named 12
+closed or dead ones in a generation whose 6 others were each given 2 of its 12
+partitions, which no decision over 18 members gives. What a member held in a
+generation is what its last report of it says, where a revocation that ends the
+generation (every eager revocation, any ``lost``) counts what was held before it. A
+member missing from a generation has left: of its own accord when it reported
+``close``, otherwise it crashed or was expelled.
 
 Generations are the group's own numbers (librdkafka's), so the merge is deterministic:
 event ids derive from the generation and the event's content, and merging again (after
@@ -380,15 +380,11 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     """Events of one group's reports, sorted by (generation, member, seq)."""
     span: dict[str, tuple[int, int]] = {}
     closed: dict[str, int] = {}
-    last_given: dict[str, int] = {}
-    """The last generation each member was given an assignment in."""
     for report in reports:
         low, high = span.get(report.member_id, (report.generation, report.generation))
         span[report.member_id] = (min(low, report.generation), max(high, report.generation))
         if report.kind == "close":
             closed[report.member_id] = report.generation
-        elif report.kind == "assign":
-            last_given[report.member_id] = report.generation
     by_generation: dict[int, list[MemberReport]] = {}
     for report in reports:
         if report.kind != "close":
@@ -418,21 +414,19 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                     counts[topic] = count
         given = {report.member_id for report in round_reports if report.kind == "assign"}
         # A member given nothing in the generation (its JoinGroup answer named it, but its
-        # SyncGroup failed or it left first) is in it when it is given an assignment
-        # later, or while it holds partitions nobody else has; else it left during the
-        # generation's rebalance, before anything of it reached the member.
+        # SyncGroup failed, or it left before the answer) is in it when it was a member
+        # already and nobody else holds or was given what it holds (it kept that, or it
+        # holds nothing); a new one joins the record in the first generation it is given
+        # an assignment in. Decided from this generation's reports and earlier ones only,
+        # so a merge made before later reports arrive is a prefix of later merges.
         last = {
             member_id: report
             for member_id, report in reported.items()
             if member_id in given
-            or last_given.get(member_id, -1) > generation
-            or _carried(
-                member_id,
-                generation,
-                report.held_in_generation(closed.get(member_id) == generation),
-                report.cooperative,
-                closed,
-                _taken_by_others(member_id, reported),
+            or (
+                member_id in members
+                and not set(report.held_in_generation(closed.get(member_id) == generation))
+                & _taken_by_others(member_id, reported)
             )
         }
         present = set(last) | {
@@ -531,12 +525,11 @@ def _carried(
     closed: dict[str, int],
     taken: set[TopicPartition],
 ) -> bool:
-    """A cooperative member that was given nothing in ``generation`` and is given nothing
-    after it (silent in it, or leaving during its rebalance) is still in it while it
-    holds partitions nobody else was given: its SyncGroup failed and it kept what it
-    held, and a departed member's partitions go to others in the generation after its
-    departure. One that closed before, or holds nothing, cannot be told from a departed
-    one."""
+    """A cooperative member that did not report in ``generation`` (and never after) is
+    still in it while it holds partitions nobody else was given: librdkafka calls back
+    only members whose partitions change, and a departed member's partitions go to
+    others in the generation after its departure. One that closed, or holds nothing,
+    cannot be told from a departed one."""
     return (
         cooperative
         and closed.get(member_id, generation) >= generation
