@@ -13,23 +13,13 @@ subscription, its topics' partition counts and its client library.
 
 ``merge_reports`` groups the reports by generation, never by time, so delays and any
 order of arrival across members merge into the same events. A generation is one
-somebody was given an assignment in. A member is in a generation when it was given an
-assignment in it; when, already a member, it reported in it without being given one
-(its SyncGroup failed, or it left before the answer) and nobody else holds or was given
-what it holds (it kept that, or holds nothing); when it did not report in it but
-reported both before and after it; or, cooperative, while it holds partitions nobody
-else was given (an older listener's member whose partitions did not change may get no
-callback). A new member joins the record in the first generation it is given an
-assignment in: one whose JoinGroup answer named a generation, that was given nothing in
-it, is not in it. Whether the leader's decision counted such a member cannot be told
-from the reports: Kafka counts every member of the JoinGroup round, and Tansu, which
-answers a JoinGroup with the generation under way, counted them (11 of 11 in two soaks
-with the leaders' logs, 9 given partitions that nobody then held) but also named 12
-closed or dead ones in a generation whose 6 others were each given 2 of its 12
-partitions, which no decision over 18 members gives. What a member held in a
-generation is what its last report of it says, where a revocation that ends the
-generation (every eager revocation, any ``lost``) counts what was held before it. A
-member missing from a generation has left: of its own accord when it reported
+somebody was given an assignment in. A member is in a generation when it reported in it, when it
+reported both before and after it, or, cooperative, while it holds partitions nobody
+else was given (a cooperative member whose SyncGroup failed, or an older listener's
+member whose partitions did not change, may get no callback). What it held in the
+generation is what its last report of that generation says, where a revocation that
+ends the generation (every eager revocation, any ``lost``) counts what was held before
+it. A member missing from a generation has left: of its own accord when it reported
 ``close``, otherwise it crashed or was expelled.
 
 Generations are the group's own numbers (librdkafka's), so the merge is deterministic:
@@ -406,44 +396,18 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     cooperative: dict[str, bool] = {}
     for generation, round_reports in sorted(by_generation.items()):
         out: list[EventData] = []
-        reported = {report.member_id: report for report in round_reports}
+        last = {report.member_id: report for report in round_reports}
         for report in round_reports:
             for topic, count in sorted(report.partition_counts.items()):
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        given = {report.member_id for report in round_reports if report.kind == "assign"}
-        # A member given nothing in the generation (its JoinGroup answer named it, but its
-        # SyncGroup failed, or it left before the answer) is in it when it was a member
-        # already and nobody else holds or was given what it holds (it kept that, or it
-        # holds nothing); a new one joins the record in the first generation it is given
-        # an assignment in. Decided from this generation's reports and earlier ones only,
-        # so a merge made before later reports arrive is a prefix of later merges.
-        last = {
-            member_id: report
-            for member_id, report in reported.items()
-            if member_id in given
-            or (
-                member_id in members
-                and not set(report.held_in_generation(closed.get(member_id) == generation))
-                & _taken_by_others(member_id, reported)
-            )
-        }
+        taken = {tp for report in last.values() for tp in report.holds + report.partitions}
         present = set(last) | {
             m
             for m in members
-            if m not in reported
-            and (
-                span[m][0] < generation < span[m][1]
-                or _carried(
-                    m,
-                    generation,
-                    holds.get(m, []),
-                    cooperative.get(m, False),
-                    closed,
-                    _taken_by_others(m, last),
-                )
-            )
+            if span[m][0] < generation < span[m][1]
+            or _carried(m, generation, holds.get(m, []), cooperative, closed, taken)
         }
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
@@ -521,7 +485,7 @@ def _carried(
     member_id: str,
     generation: int,
     held: list[TopicPartition],
-    cooperative: bool,
+    cooperative: dict[str, bool],
     closed: dict[str, int],
     taken: set[TopicPartition],
 ) -> bool:
@@ -531,21 +495,11 @@ def _carried(
     others in the generation after its departure. One that closed, or holds nothing,
     cannot be told from a departed one."""
     return (
-        cooperative
+        cooperative.get(member_id, False)
         and closed.get(member_id, generation) >= generation
         and bool(held)
         and not set(held) & taken
     )
-
-
-def _taken_by_others(member_id: str, last: dict[str, MemberReport]) -> set[TopicPartition]:
-    """What the other reporters of a generation held or were called back with in it."""
-    return {
-        tp
-        for other, report in last.items()
-        if other != member_id
-        for tp in report.holds + report.partitions
-    }
 
 
 def _events(

@@ -387,6 +387,23 @@ def assert_replay_gives_back(events: list[Event], strategy: str = SAME) -> None:
     assert replayed == [done["assignment"] for done in recorded_assignments(events)]
 
 
+def unreached(
+    by_generation: dict[int, dict[str, Any]], held: dict[tuple[str, int], Any], generation: int
+) -> set[str]:
+    """Members ``generation`` names holding nothing that wrote no line in it: their
+    JoinGroup answer named it, but it never reached them (their SyncGroup failed, or
+    they closed or died first). Their leader counted them (the leaders' logs of two
+    5-minute soaks: 11 of 11 such members, most given partitions nobody then held), so
+    a record keeps them; the members themselves write lines only for generations that
+    reached them. Whether a Tansu generation's last decision counted one cannot be told
+    from the reports (Tansu answers a JoinGroup with the generation under way)."""
+    return {
+        member
+        for member, partitions in by_generation[generation].items()
+        if partitions == [] and (member, generation) not in held
+    }
+
+
 def check_record(
     events: list[Event],
     members: Members,
@@ -394,23 +411,17 @@ def check_record(
     settled: int,
     *,
     replay: bool = True,
-    reports: Path | None = None,
 ) -> None:
     """The record against what the members were given, up to generation ``settled`` (in
     which the live members held ``latest``):
 
     - no generation missed, none invented: the recorded generations are those the
       recorded members reported;
-    - merged from the members' ``reports``: no member is in the record that never
-      reported being given an assignment (one answered a JoinGroup that then left or
-      died before anything reached it was in no generation the others were given; a
-      leader's record, though, rightly names a member it assigned whose SyncGroup then
-      failed). The reports, not the members' lines: a member SIGKILLed within the
-      0.2 s between its listener's report and its own line wrote no line;
     - what each member held in each generation is what was recorded for it then;
     - each recorded member is in every generation from its first to its last (also one
       that called it back with nothing), and in no other;
-    - ``settled`` is what the live members (kcat ones too) hold;
+    - ``settled`` is what the live members (kcat ones too) hold, besides members it
+      never reached, holding nothing in it (``unreached``);
     - a replay with the same strategy gives every recorded assignment back (``replay``).
 
     A member whose last generation is not known (``until`` -1) is checked from its first
@@ -434,10 +445,6 @@ def check_record(
     )
     for (member, generation), partitions in held.items():
         assert by_generation[generation].get(member) == partitions, (member, generation)
-    if reports is not None:
-        named = {member for assignment in by_generation.values() for member in assignment}
-        given = {r.member_id for r in read_reports(reports) if r.kind == "assign"}
-        assert named <= given, (sorted(named - given), members.report())
     for index in range(len(members.outs)):
         own = [line for line in members.given(index) if line["generation"] is not None]
         if not own:
@@ -450,11 +457,14 @@ def check_record(
         inside = [g for g, assignment in sorted(by_generation.items()) if member in assignment]
         if last == -1:  # left at a time, not a generation, known: somewhere after its last
             expected = [g for g in sorted(by_generation) if first <= g <= own[-1]["generation"]]
-            assert set(expected) <= set(inside) and settled not in inside, (member, inside)
+            gone = settled not in inside or member in unreached(by_generation, held, settled)
+            assert set(expected) <= set(inside) and gone, (member, inside)
             continue
         expected = [g for g in sorted(by_generation) if first <= g <= last]
         assert [g for g in inside if g >= first] == expected, (member, index, inside)
-    assert by_generation[settled] == latest
+    extra = set(by_generation[settled]) - set(latest)
+    assert extra <= unreached(by_generation, held, settled), (sorted(extra), members.report())
+    assert {m: by_generation[settled].get(m) for m in latest} == latest
     if replay:
         assert_replay_gives_back(events)
 
@@ -628,7 +638,7 @@ def confluent_family(
     again = subprocess.run(merge, **RUN)
     assert "(0 new" in again.stdout, (first.stdout, again.stdout)
     events = events_of(store)
-    check_record(events, members, latest, settled, replay=replay, reports=reports)
+    check_record(events, members, latest, settled, replay=replay)
     left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
     assert sorted(d["reason"] for d in left) == ["leave", "leave", "leave", "other"]
     assert fold(events).members == {}  # everyone left in the end
@@ -778,15 +788,7 @@ def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str)
         merge = kstore(store.path, "record", "merge", "--reports", str(reports), "--settle", "0")
         subprocess.run(merge, **RUN)
     events = events_of(store)
-    confluent = kind == "confluent"
-    check_record(
-        events,
-        members,
-        latest,
-        settled,
-        replay=not confluent,
-        reports=reports if confluent else None,
-    )
+    check_record(events, members, latest, settled, replay=kind == "kafka-python")
     generations = [d["generation"] for d in recorded_assignments(events)]
     print(
         f"soak ({kind}): {SOAK_SECONDS:.0f} s, {kills} kills, {closes} closes, "

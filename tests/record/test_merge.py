@@ -258,52 +258,6 @@ def test_a_join_round_nobody_was_assigned_in_is_no_generation() -> None:
     assert left == [{"member_id": "b", "reason": "leave"}]
 
 
-def test_a_new_member_given_nothing_is_in_no_generation_yet() -> None:
-    """As the 5-minute soak saw (Tansu answers each JoinGroup with the generation under
-    way, so members that join while the leader decides find themselves in it): in
-    generation 5, a and b are given an assignment. c, d and h, new, were answered 5 but
-    given nothing: c closed, d was killed, h is given an assignment in 6; none is in 5.
-    e, a member since 4 holding nothing, and g, holding t-2 and t-3, were given nothing
-    in 5 (their SyncGroup failed): they are in 5 with what they held. f, a member since
-    4, was given nothing in 5 and closed, while b was given its partition: f is not in
-    5. Merged before generation 6 is reported, the events are the same up to there."""
-    reporter = Reporter("cooperative-sticky", 4)
-    reporter.emit("a", 4, "assign", {("t", 0)}, {("t", 0)})
-    reporter.emit("e", 4, "assign", set(), set())
-    reporter.emit("f", 4, "assign", {("t", 1)}, {("t", 1)})
-    reporter.emit("g", 4, "assign", {("t", 2), ("t", 3)}, {("t", 2), ("t", 3)})
-    reporter.emit("a", 5, "assign", set(), {("t", 0)})
-    reporter.emit("b", 5, "assign", {("t", 1)}, {("t", 1)})
-    reporter.emit("c", 5, "present", set(), set())
-    reporter.emit("c", 5, "close", set(), set())
-    reporter.emit("d", 5, "present", set(), set())
-    reporter.emit("e", 5, "present", set(), set())
-    reporter.emit("f", 5, "present", set(), {("t", 1)})
-    reporter.emit("f", 5, "revoke", {("t", 1)}, set())
-    reporter.emit("f", 5, "close", set(), set())
-    reporter.emit("g", 5, "present", set(), {("t", 2), ("t", 3)})
-    reporter.emit("h", 5, "present", set(), set())
-    early = merge_reports(reporter.reports, cluster="prod")
-    reporter.emit("a", 6, "assign", set(), {("t", 0)})
-    reporter.emit("b", 6, "assign", set(), {("t", 1)})
-    reporter.emit("e", 6, "assign", {("t", 2)}, {("t", 2)})
-    reporter.emit("h", 6, "assign", {("t", 3)}, {("t", 3)})
-    events = merge_reports(reporter.reports, cluster="prod")
-    assert summary(early) == summary(events[: len(early)])
-    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
-    assert [(c["generation"], sorted(c["assignment"])) for c in completed] == [
-        (4, ["a", "e", "f", "g"]),
-        (5, ["a", "b", "e", "g"]),
-        (6, ["a", "b", "e", "h"]),
-    ]
-    assert completed[1]["assignment"]["e"] == []
-    assert completed[1]["assignment"]["g"] == [["t", 2], ["t", 3]]
-    joined = [e.data.to_dict()["member_id"] for e in events if e.type == "MemberJoined"]
-    assert joined == ["a", "e", "f", "g", "b", "h"]
-    left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
-    assert left == [{"member_id": "f", "reason": "leave"}, {"member_id": "g", "reason": "other"}]
-
-
 def test_partitions_no_reporter_held_in_an_eager_generation_are_said(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
