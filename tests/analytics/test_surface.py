@@ -265,3 +265,26 @@ def test_replay_infers_the_one_timeline_that_is_no_replay(tmp_path: Path) -> Non
     two = kstore(*at, "replay", "--group", "g", "--strategy", "roundrobin")
     assert two.returncode == 2 and two.stderr.count("\n") == 1, two.stderr
     assert "give --from (one of: sim/g, sim/h)" in two.stderr
+
+
+def test_a_strategy_the_catalogue_lacks_is_answered_not_an_error(tmp_path: Path) -> None:
+    """A custom assignor's name (or any odd string) in a recorded rebalance: anomalies
+    takes its protocol as unknown (eager's rules) instead of failing the whole query
+    (the catalogue's UDF returned None, which DuckDB refused)."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    datas = [
+        TopicChanged(topic="t", partitions=3),
+        MemberJoined(member_id="a", topics=["t"]),
+        AssignmentCompleted(
+            generation=1, strategy="com.acme.MyAssignor", assignment={"a": [("t", 0)]}
+        ),
+    ]
+    store.append([Event(cluster="c", group="g", at=T0, data=d) for d in datas])  # type: ignore[arg-type]
+    out = kstore("--store", str(store.path), "query", "anomalies", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {(r["kind"], r["partition"], r["expected"]) for r in rows} == {
+        ("unassigned", 1, False),
+        ("unassigned", 2, False),
+    }
