@@ -170,6 +170,7 @@ def _plot(ident: str) -> str:
 
 
 def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, str]:
+    import plotly.colors
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -188,7 +189,10 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             "average imbalance (max - min load)",
         ),
     )
-    for timeline in timelines:
+    palette = plotly.colors.qualitative.Plotly
+    for index, timeline in enumerate(timelines):
+        # One colour per timeline in all three plots (the legend is the first plot's).
+        colour = palette[index % len(palette)]
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
         for row in metrics:
             if row["timeline"] == timeline:
@@ -200,7 +204,13 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
                     bucket[3] += 1
         x = sorted(sums)
         figure.add_trace(
-            go.Bar(x=x, y=[sums[b][0] for b in x], name=timeline, legendgroup=timeline),
+            go.Bar(
+                x=x,
+                y=[sums[b][0] for b in x],
+                name=timeline,
+                legendgroup=timeline,
+                marker_color=colour,
+            ),
             row=1,
             col=1,
         )
@@ -211,6 +221,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,
+                marker_color=colour,
             ),
             row=2,
             col=1,
@@ -223,6 +234,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,
+                line_color=colour,
             ),
             row=3,
             col=1,
