@@ -13,10 +13,13 @@ subscription, its topics' partition counts and its client library.
 
 ``merge_reports`` groups the reports by generation, never by time, so delays and any
 order of arrival across members merge into the same events. A generation is one
-somebody was given an assignment in. A member is in a generation when it reported in it, when it
-reported both before and after it, or, cooperative, while it holds partitions nobody
-else was given (a cooperative member whose SyncGroup failed, or an older listener's
-member whose partitions did not change, may get no callback). What it held in the
+somebody was given an assignment in. A member is in a generation when it reported in it
+(a callback, or its presence: a cooperative member whose partitions do not change, or
+whose SyncGroup failed, gets no callback, and reports that it found itself there), or
+when it reported both before and after it (it never heard of the generation). A member
+that reported nothing in a generation and nothing after it is not in it, whatever it
+held: it was killed, closed or expelled before (its leader may still name a killed
+member until its session ends, and give it what it held). What it held in the
 generation is what its last report of that generation says, where a revocation that
 ends the generation (every eager revocation, any ``lost``) counts what was held before
 it. A member missing from a generation has left: of its own accord when it reported
@@ -393,7 +396,6 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     members: dict[str, list[str]] = {}
     holds: dict[str, list[TopicPartition]] = {}
     counts: dict[str, int] = {}
-    cooperative: dict[str, bool] = {}
     for generation, round_reports in sorted(by_generation.items()):
         out: list[EventData] = []
         last = {report.member_id: report for report in round_reports}
@@ -402,13 +404,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        taken = {tp for report in last.values() for tp in report.holds + report.partitions}
-        present = set(last) | {
-            m
-            for m in members
-            if span[m][0] < generation < span[m][1]
-            or _carried(m, generation, holds.get(m, []), cooperative, closed, taken)
-        }
+        present = set(last) | {m for m in members if span[m][0] < generation < span[m][1]}
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
             out.append(MemberLeft(member_id=member_id, reason=reason))
@@ -428,7 +424,6 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         strategy = round_reports[-1].strategy
         if protocol_of(strategy) == "eager":
             _say_unseen(group, generation, members, holds, counts)
-        cooperative.update((report.member_id, report.cooperative) for report in round_reports)
         clients = {report.client for report in round_reports}
         out.append(RebalanceStarted(generation=generation, reason=REPORTED_REASON))
         out.append(
@@ -479,27 +474,6 @@ def _say_unseen(
             len(unseen),
             ", ".join(f"{t}-{p}" for t, p in unseen[:5]) + (" ..." if len(unseen) > 5 else ""),
         )
-
-
-def _carried(
-    member_id: str,
-    generation: int,
-    held: list[TopicPartition],
-    cooperative: dict[str, bool],
-    closed: dict[str, int],
-    taken: set[TopicPartition],
-) -> bool:
-    """A cooperative member that did not report in ``generation`` (and never after) is
-    still in it while it holds partitions nobody else was given: librdkafka calls back
-    only members whose partitions change, and a departed member's partitions go to
-    others in the generation after its departure. One that closed, or holds nothing,
-    cannot be told from a departed one."""
-    return (
-        cooperative.get(member_id, False)
-        and closed.get(member_id, generation) >= generation
-        and bool(held)
-        and not set(held) & taken
-    )
 
 
 def _events(

@@ -92,6 +92,17 @@ def _runs(lines: list[str]) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda run: float(run["at"]))
 
 
+def leader_runs(workdir: Path) -> dict[int, dict[str, Any]]:
+    """Each generation's assignor run, from the debug logs of the members in ``workdir``
+    (whichever led it)."""
+    found: dict[int, dict[str, Any]] = {}
+    for log in sorted(workdir.glob("member-*.log")):
+        for run in _runs(log.read_text(errors="replace").splitlines()):
+            assert run["generation"] not in found, f"two leaders of {run['generation']}"
+            found[run["generation"]] = run
+    return found
+
+
 def _client_runs(texts: list[tuple[float, str]]) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None

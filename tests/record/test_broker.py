@@ -28,12 +28,13 @@ import pytest
 
 from kstore import __version__ as kstore_version
 from kstore.analytics.replay import replay_events
-from kstore.model import Event, StreamId, fold
+from kstore.model import AssignmentCompleted, Event, StreamId, fold
 from kstore.model.strategies import SAME
 from kstore.record.confluent import read_reports
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
 from kstore.store.log import Store
 from tests.broker import Broker
+from tests.golden.librdkafka_live import leader_runs
 from tests.record.test_offsets_events import CLASSIC
 
 # One worker runs them all, one after the other, on one broker (the Spark group has the other).
@@ -469,6 +470,18 @@ def check_record(
         assert_replay_gives_back(events)
 
 
+def assert_no_departed_member(events: list[Event], runs: dict[int, dict[str, Any]]) -> None:
+    """Every member recorded in a generation is one its leader named there: none is
+    recorded past the generation that expelled it (a killed member's partitions can go
+    to members that never take them up, or to nobody)."""
+    for event in events:
+        if isinstance(event.data, AssignmentCompleted):
+            assert event.data.generation in runs, ("no leader decided", event.data.generation)
+            named = {member for member, _, _ in runs[event.data.generation]["members"]}
+            departed = sorted(set(event.data.assignment) - named)
+            assert not departed, (event.data.generation, departed, sorted(named))
+
+
 def assert_recorded_as_given(store: Store, members: Members) -> list[Event]:
     """``check_record`` on the store's record, up to the generation the members are in."""
     events = events_of(store)
@@ -738,7 +751,9 @@ def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str)
     a new one started. confluent-kafka members report through the listener and are
     merged; kafka-python members are recorded by their leader (kstore's assignor). The
     record has every generation a member was given something in, no other, and what
-    each member held in each of them.
+    each member held in each of them; a confluent-kafka generation is one its leader
+    decided, and names no member its leader did not (none past the generation that
+    expelled it).
 
     Paced for Tansu (0.6), which holds every follower's JoinGroup 3 s, one after the
     other (a member's LeaveGroup waited behind its JoinGroup over 5 s), and counts only
@@ -791,6 +806,8 @@ def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str)
         subprocess.run(merge, **RUN)
     events = events_of(store)
     check_record(events, members, latest, settled, replay=kind == "kafka-python")
+    if kind == "confluent":  # against the leaders' own decisions (their debug logs)
+        assert_no_departed_member(events, leader_runs(tmp_path))
     generations = [d["generation"] for d in recorded_assignments(events)]
     print(
         f"soak ({kind}): {SOAK_SECONDS:.0f} s, {kills} kills, "
@@ -803,10 +820,12 @@ SOAKS = {"confluent": "cooperative-sticky", "kafka-python": "range"}
 
 
 def test_soak_six_members_killed_and_restarted_no_generation_missed_or_invented(
-    broker: Broker, tmp_path: Path
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``soak`` for each family, at once on the one broker (each its own group, topic and
-    store)."""
+    store). confluent-kafka members log librdkafka's ``cgrp`` and ``assignor`` debug
+    contexts: their leaders' decisions are the oracle of who was in each generation."""
+    monkeypatch.setenv("KSTORE_TEST_RDKAFKA_DEBUG", "cgrp,assignor")
     kinds = os.environ.get("KSTORE_SOAK_FAMILIES", ",".join(SOAKS)).split(",")
     with ThreadPoolExecutor(len(kinds)) as pool:
         running = []

@@ -41,20 +41,22 @@ from typing import Any
 import pytest
 
 from kstore.assignors import AssignmentRequest, assign
-from kstore.model import AssignmentCompleted, Event
+from kstore.model import AssignmentCompleted, Event, MemberLeft
 from kstore.model.fold import GroupState
 from kstore.model.strategies import protocol_of
 from kstore.record.confluent import read_reports
 from kstore.store.log import Store
 from tests.broker import Broker
-from tests.golden.librdkafka_live import _RUN, _runs
+from tests.golden.librdkafka_live import _RUN, leader_runs
 from tests.record.test_broker import (
     RUN,
     Members,
+    assert_no_departed_member,
     confluent_family,
     create_topic,
     events_of,
     kstore,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.xdist_group("broker")]
@@ -65,17 +67,6 @@ TARGET = {
     "roundrobin": "librdkafka:roundrobin",
 }
 """The flavour whose answer librdkafka's ``assignor`` log prints, by strategy."""
-
-
-def leader_runs(workdir: Path) -> dict[int, dict[str, Any]]:
-    """Each generation's assignor run, from the debug logs of the members in ``workdir``
-    (whichever led it)."""
-    found: dict[int, dict[str, Any]] = {}
-    for log in sorted(workdir.glob("member-*.log")):
-        for run in _runs(log.read_text(errors="replace").splitlines()):
-            assert run["generation"] not in found, f"two leaders of {run['generation']}"
-            found[run["generation"]] = run
-    return found
 
 
 _LIST = re.compile(r"List with (\d+) partition\(s\):")
@@ -169,6 +160,7 @@ def check_each_decision(
     decided = [e.data.generation for e in events if isinstance(e.data, AssignmentCompleted)]
     taken = {r.generation for r in read_reports(workdir / "reports") if r.kind == "assign"}
     assert set(decided) <= set(runs) and not (set(runs) - set(decided)) & taken, (runs, decided)
+    assert_no_departed_member(events, runs)
     pending = sorted(runs)
     state = GroupState()
 
@@ -294,6 +286,51 @@ def librdkafka_churn(broker: Broker, store: Store, workdir: Path, strategy: str)
     return check_the_record(store, events_of(store), strategy, workdir)
 
 
+def librdkafka_lone_member_killed(
+    broker: Broker, store: Store, workdir: Path, strategy: str
+) -> str:
+    """Two members on one topic and a third alone on another; the lone one is SIGKILLed.
+    The generation that expels it gives its partitions to nobody (nobody else subscribes
+    to them), and it reported nothing there: it is not in that generation (the merge
+    once carried such a member on for as long as nobody took its partitions)."""
+    group = f"ck-lone-{strategy}"
+    shared, alone = f"{group}-shared", f"{group}-alone"
+    create_topic(broker, shared, 4)
+    create_topic(broker, alone, 2)
+    members = Members("confluent", broker, group, strategy, workdir / "reports", workdir)
+    try:
+        members.start(shared)
+        members.wait_settled(4, 1, "the first member", timeout=60)
+        members.start(shared)
+        members.wait_settled(4, 2, "the second member", timeout=90)
+        lone = members.start(alone)
+        members.wait_settled(6, 3, "the lone member", timeout=90)
+        members.kill(lone)
+        before = members.until[lone]
+        wait_until(
+            lambda: members.settled(4, 2)() and members.generation() > before,
+            90,
+            "the generation that expels the lone member",
+            members.report,
+        )
+    finally:
+        members.stop_all()
+    merge = ["record", "merge", "--reports", str(workdir / "reports"), "--settle", "0"]
+    subprocess.run(kstore(store.path, *merge), **RUN)
+    events = events_of(store)
+    runs, count, _ = check_each_decision(events, strategy, workdir)
+    lone_id = members.given(lone)[-1]["member"]
+    after = [
+        e.data.generation
+        for e in events
+        if isinstance(e.data, AssignmentCompleted) and e.data.generation > before
+    ]
+    assert after, "no generation recorded after the kill"
+    left = [e.data for e in events if isinstance(e.data, MemberLeft)]
+    assert [(d.member_id, d.reason) for d in left if d.member_id == lone_id] == [(lone_id, "other")]
+    return f"{group}: {runs} leader runs, {count} recorded; the killed member gone by {after[0]}"
+
+
 def test_each_decision_of_live_librdkafka_groups_is_the_flavours(
     broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,6 +340,7 @@ def test_each_decision_of_live_librdkafka_groups_is_the_flavours(
     monkeypatch.setenv("KSTORE_TEST_RDKAFKA_DEBUG", "cgrp,assignor")
     jobs = [(librdkafka_group, strategy) for strategy in TARGET]
     jobs.append((librdkafka_churn, "cooperative-sticky"))
+    jobs.append((librdkafka_lone_member_killed, "cooperative-sticky"))
     with ThreadPoolExecutor(len(jobs)) as pool:
         running = []
         for job, strategy in jobs:

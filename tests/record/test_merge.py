@@ -110,12 +110,12 @@ def histories(draw: st.DrawFn) -> History:
             reporter.emit(member, last, "revoke", held[member], set())
             reporter.emit(member, last, "close", set(), set())
             left.append((member, "leave"))
-    # A cooperative member whose partitions did not change may not be called (its
-    # SyncGroup failed), as long as it reports again later or holds partitions (else
-    # nothing could tell it from a crashed one) and someone is given an assignment in
-    # that generation (else nothing could tell the generation happened).
+    # A cooperative member whose partitions did not change may not be called back (its
+    # SyncGroup failed): it reports its presence in the generation instead, or, when
+    # it reports again later, nothing at all (it never heard of the generation). Someone
+    # is given an assignment in that generation (else nothing could tell it happened).
     reports = reporter.reports
-    dropped: set[int] = set()
+    silenced: dict[int, MemberReport | None] = {}
     for index in silent_ok:
         report = reports[index]
         later = any(
@@ -125,12 +125,14 @@ def histories(draw: st.DrawFn) -> History:
             r.generation == report.generation
             and r.kind == "assign"
             and i != index
-            and i not in dropped
+            and i not in silenced
             for i, r in enumerate(reports)
         )
-        if (later or report.holds) and others and draw(st.booleans()):
-            dropped.add(index)
-    reports = [r for i, r in enumerate(reports) if i not in dropped]
+        if others and draw(st.booleans()):
+            silent = later and draw(st.booleans())
+            silenced[index] = None if silent else replace(report, kind="present")
+    reports = [silenced.get(i, r) if i in silenced else r for i, r in enumerate(reports)]
+    reports = [r for r in reports if r is not None]
     return History(strategy, assignments, left, reports)
 
 
@@ -210,13 +212,18 @@ def test_an_unsettled_generation_waits() -> None:
 
 def test_a_cooperative_member_never_called_again_keeps_its_partitions() -> None:
     """As seen live (librdkafka 2.16, cooperative-sticky on Tansu): b is called in
-    generation 0 only; c joins (a gives up t1 in generation 1, c takes it in 2); b is
-    killed and its partitions go to a and c in generation 3."""
+    generation 0 only, and finds itself in 1 and 2 (its presence); c joins (a gives up
+    t1 in generation 1, c takes it in 2); b is killed and its partitions go to a and c
+    in generation 3."""
     reporter = Reporter("cooperative-sticky", 4)
+    b_holds = {("t", 2), ("t", 3)}
     reporter.emit("a", 0, "assign", {("t", 0), ("t", 1)}, {("t", 0), ("t", 1)})
-    reporter.emit("b", 0, "assign", {("t", 2), ("t", 3)}, {("t", 2), ("t", 3)})
+    reporter.emit("b", 0, "assign", b_holds, b_holds)
     reporter.emit("a", 1, "revoke", {("t", 1)}, {("t", 0)})
     reporter.emit("a", 1, "assign", set(), {("t", 0)})
+    reporter.emit("b", 1, "present", set(), b_holds)
+    reporter.emit("a", 2, "present", set(), {("t", 0)})
+    reporter.emit("b", 2, "present", set(), b_holds)
     reporter.emit("c", 2, "assign", {("t", 1)}, {("t", 1)})
     settled = merge_reports(reporter.reports, cluster="prod")
     reporter.emit("a", 3, "assign", {("t", 2)}, {("t", 0), ("t", 2)})
@@ -232,8 +239,35 @@ def test_a_cooperative_member_never_called_again_keeps_its_partitions() -> None:
     ]
     left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
     assert left == [{"member_id": "b", "reason": "other"}]
-    # Before generation 3 is reported, b (silent since 0) and a (silent in 2) are still in.
+    # Before generation 3 is reported, b (called back in 0 only) is still in.
     assert summary(settled) == summary(events[: len(settled)])
+
+
+def test_a_killed_member_leaves_in_the_first_generation_it_is_not_in() -> None:
+    """As seen live (the churn test, and a member alone on its topic): b is SIGKILLed
+    after generation 2. In generation 3 its leader names it no more and gives its
+    partitions to c, whose SyncGroup fails (c only finds itself there), so nobody holds
+    them; c takes them in 4. b reported nothing in 3: it is not in it (the merge once
+    carried it on for as long as nobody held its partitions: minutes in a soak)."""
+    reporter = Reporter("cooperative-sticky", 4)
+    a_holds, b_holds = {("t", 0), ("t", 1)}, {("t", 2), ("t", 3)}
+    reporter.emit("a", 2, "assign", a_holds, a_holds)
+    reporter.emit("b", 2, "assign", b_holds, b_holds)
+    reporter.emit("a", 3, "present", set(), a_holds)
+    reporter.emit("a", 3, "assign", set(), a_holds)
+    reporter.emit("c", 3, "present", set(), set())
+    reporter.emit("a", 4, "assign", set(), a_holds)
+    reporter.emit("c", 4, "assign", b_holds, b_holds)
+    events = merge_reports(reporter.reports, cluster="prod")
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    a, b = [list(tp) for tp in sorted(a_holds)], [list(tp) for tp in sorted(b_holds)]
+    assert [(c["generation"], c["assignment"]) for c in completed] == [
+        (2, {"a": a, "b": b}),
+        (3, {"a": a, "c": []}),
+        (4, {"a": a, "c": b}),
+    ]
+    left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
+    assert left == [{"member_id": "b", "reason": "other"}]
 
 
 def test_a_join_round_nobody_was_assigned_in_is_no_generation() -> None:
