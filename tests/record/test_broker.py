@@ -470,16 +470,35 @@ def check_record(
         assert_replay_gives_back(events)
 
 
-def assert_no_departed_member(events: list[Event], runs: dict[int, dict[str, Any]]) -> None:
+def assert_no_departed_member(
+    events: list[Event], runs: dict[int, dict[str, Any]], reports: Path
+) -> None:
     """Every member recorded in a generation is one its leader named there: none is
     recorded past the generation that expelled it (a killed member's partitions can go
-    to members that never take them up, or to nobody)."""
+    to members that never take them up, or to nobody).
+
+    But for a member that only found itself in the generation (``present``) and then
+    died: Tansu answers a JoinGroup with the generation under way, and when the round
+    outlasts the member's session its leader no longer names it. The record cannot tell
+    that from a member its leader counted (15 of 18 such members in the logs of three
+    soaks and 16 churn runs; the 3 others in one generation of a 5-minute soak whose
+    round took 2 minutes)."""
+    last: dict[str, int] = {}
+    kinds: dict[tuple[str, int], set[str]] = {}
+    for report in read_reports(reports):
+        last[report.member_id] = max(last.get(report.member_id, -1), report.generation)
+        kinds.setdefault((report.member_id, report.generation), set()).add(report.kind)
     for event in events:
         if isinstance(event.data, AssignmentCompleted):
-            assert event.data.generation in runs, ("no leader decided", event.data.generation)
-            named = {member for member, _, _ in runs[event.data.generation]["members"]}
-            departed = sorted(set(event.data.assignment) - named)
-            assert not departed, (event.data.generation, departed, sorted(named))
+            generation = event.data.generation
+            assert generation in runs, ("no leader decided", generation)
+            named = {member for member, _, _ in runs[generation]["members"]}
+            departed = sorted(
+                member
+                for member in set(event.data.assignment) - named
+                if last[member] > generation or kinds[member, generation] != {"present"}
+            )
+            assert not departed, (generation, departed, sorted(named))
 
 
 def assert_recorded_as_given(store: Store, members: Members) -> list[Event]:
@@ -680,9 +699,10 @@ def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir:
     group recorded on Tansu (joins, a close, a kill, a join) replays with
     ``--strategy same`` (librdkafka's cooperative-sticky, as its client says) to its
     record, and ``compare`` puts Kafka's Java assignor beside it, which decides
-    otherwise. Exactly up to the first generation in which Tansu failed a member's
-    SyncGroup (``unsynced``): from there the member holds what it held, not what the
-    leader decided, and the replay goes on from the leader's decision."""
+    otherwise. Exactly but from a generation in which Tansu failed a member's SyncGroup
+    (``unsynced``) until the two agree again: there the member holds what it held, not
+    what the leader decided, and the replay goes on from the leader's decision (32 runs
+    here: generations 3 and 4 of 10, the third member's join, and no other)."""
     events = confluent_family(broker, store, workdir, "cooperative-sticky", replay=False)
     group = events[0].group
     for strategy in ("same", "cooperative-sticky"):
@@ -710,14 +730,20 @@ def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir:
     assert {d["strategy"] for d in decisions("replay/same")} == {"librdkafka:cooperative-sticky"}
     differing = [i for i, d in enumerate(recorded) if i >= len(same) or same[i] != d["assignment"]]
     exact = differing[0] if differing else len(recorded)
-    if differing:  # only where Tansu failed a SyncGroup
-        assert recorded[exact]["generation"] in unsynced(workdir / "reports"), (recorded, same)
-    else:
+    # Only from a generation in which Tansu failed a SyncGroup until the two agree again.
+    missed, stretch = unsynced(workdir / "reports"), False
+    for index, done in enumerate(recorded):
+        stretch = (stretch or done["generation"] in missed) and index in differing
+        assert stretch or index not in differing, (index, recorded, same)
+    if not differing:
         assert rows["replay/same"] | {"timeline": ""} == rows["recorded"] | {"timeline": ""}
     assert exact >= 3, (recorded, same)  # at least the first join, the second and its follow-up
     # Kafka's Java assignor keeps an owner's first partitions where librdkafka keeps its last.
     assert java[:exact] != same[:exact]
-    print(f"librdkafka group: {len(recorded)} generations, replayed exactly: {exact}")
+    print(
+        f"librdkafka group: {len(recorded)} generations, the replay differs in "
+        f"{[recorded[i]['generation'] for i in differing]} (a SyncGroup failed)"
+    )
 
 
 def test_three_client_families_recorded_live(broker: Broker, tmp_path: Path) -> None:
@@ -807,7 +833,7 @@ def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str)
     events = events_of(store)
     check_record(events, members, latest, settled, replay=kind == "kafka-python")
     if kind == "confluent":  # against the leaders' own decisions (their debug logs)
-        assert_no_departed_member(events, leader_runs(tmp_path))
+        assert_no_departed_member(events, leader_runs(tmp_path), reports)
     generations = [d["generation"] for d in recorded_assignments(events)]
     print(
         f"soak ({kind}): {SOAK_SECONDS:.0f} s, {kills} kills, "

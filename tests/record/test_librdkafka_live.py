@@ -160,7 +160,7 @@ def check_each_decision(
     decided = [e.data.generation for e in events if isinstance(e.data, AssignmentCompleted)]
     taken = {r.generation for r in read_reports(workdir / "reports") if r.kind == "assign"}
     assert set(decided) <= set(runs) and not (set(runs) - set(decided)) & taken, (runs, decided)
-    assert_no_departed_member(events, runs)
+    assert_no_departed_member(events, runs, workdir / "reports")
     pending = sorted(runs)
     state = GroupState()
 
