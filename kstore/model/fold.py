@@ -116,6 +116,11 @@ class GroupState:
     rebalance: Rebalance | None = None
     applied: list[Applied] | None = field(default=None, compare=False, repr=False)
     """None, or the record ``apply`` adds an ``Applied`` to (see the module's doc)."""
+    subscriptions: dict[
+        str, tuple[Member, tuple[TopicPartition, ...] | None, MemberSubscription]
+    ] = field(default_factory=dict, compare=False, repr=False)
+    """Each member's subscription in the latest ``to_request``, with the member record
+    and the owned partitions it was made of (see ``to_request``)."""
 
     def copy(self) -> GroupState:
         """A copy that keeps no record (the record is its producer's)."""
@@ -126,6 +131,7 @@ class GroupState:
             topic_racks=dict(self.topic_racks),
             assignment=dict(self.assignment),
             applied=None,
+            subscriptions={},
         )
 
     def apply(self, event: Event) -> None:
@@ -235,31 +241,44 @@ class GroupState:
 
         ``owned`` is the member's part of the latest ``AssignmentCompleted`` and
         ``generation`` that event's generation (``None`` for a member it did not name).
+
+        A decision changes few members' records and owned partitions, so a member's
+        subscription is made again only when one of them changed; otherwise the one of
+        the fold's previous request is given again, its generation set. A request is
+        therefore to be used (assigned) before the next is made of the same fold.
         """
         # Built without validation: every value comes from validated events, and
         # checking 10,000 owned partitions again would cost as much as assigning them.
         # ``assign`` still checks the strategy; the size is checked here.
         check_total(self.topics)
-        assignment, generation = self.assignment, self.generation
+        assignment, generation, made = self.assignment, self.generation, self.subscriptions
         members = {}
         for member_id, member in self.members.items():
             owned = assignment.get(member_id)
-            sub = _new(MemberSubscription)
-            _set(
-                sub,
-                "__dict__",
-                {
-                    "topics": list(member.topics),
-                    "owned": list(owned) if owned is not None else [],
-                    "generation": generation if owned is not None else None,
-                    "rack": member.rack,
-                    "instance_id": member.instance_id,
-                },
-            )
-            _set(sub, "__pydantic_fields_set__", _ALL_FIELDS)
-            _set(sub, "__pydantic_extra__", None)
-            _set(sub, "__pydantic_private__", None)
+            known = made.get(member_id)
+            if known is not None and known[0] is member and known[1] == owned:
+                sub = known[2]
+                sub.__dict__["generation"] = generation if owned is not None else None
+            else:
+                sub = _new(MemberSubscription)
+                _set(
+                    sub,
+                    "__dict__",
+                    {
+                        "topics": list(member.topics),
+                        "owned": list(owned) if owned is not None else [],
+                        "generation": generation if owned is not None else None,
+                        "rack": member.rack,
+                        "instance_id": member.instance_id,
+                    },
+                )
+                _set(sub, "__pydantic_fields_set__", _ALL_FIELDS)
+                _set(sub, "__pydantic_extra__", None)
+                _set(sub, "__pydantic_private__", None)
+                made[member_id] = (member, owned, sub)
             members[member_id] = sub
+        if len(made) > 2 * len(members) + 16:  # members gone long since: forgotten
+            self.subscriptions = {m: made[m] for m in members}
         # A recorded placement can list more partitions than the topic has now (an odd
         # fact, stored as it was); the contract wants one entry per existing partition.
         racks = {

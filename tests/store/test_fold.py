@@ -112,3 +112,33 @@ def test_fold_is_incremental_and_serialisable(events: list[Event], cut: int) -> 
     assert whole.version == len(events)
     request = whole.to_request("range")
     assert list(request.members) == list(whole.members)
+
+
+@settings(max_examples=80, deadline=None)
+@given(events=streams())
+def test_each_request_is_a_fresh_folds(events: list[Event]) -> None:
+    """Requests made as the fold goes (each member's subscription made again only when
+    it changed) equal those of a fold made from nothing at the same event."""
+    state = GroupState()
+    for event in events:
+        state.apply(event)
+        fresh = GroupState.from_dict(state.to_dict()).to_request("sticky")
+        assert state.to_request("sticky") == fresh
+
+
+def test_a_decision_remakes_only_the_members_it_changed() -> None:
+    state = fold(history())
+    first = state.to_request("range")
+    decision = AssignmentCompleted(
+        generation=2,
+        strategy="range",
+        assignment={"a": [("orders", 0), ("orders", 1)], "b2": [("orders", 2)], "c": []},
+    )
+    state.apply(make_event(RebalanceStarted(generation=2, reason="join")))
+    state.apply(make_event(decision))
+    second = state.to_request("range")
+    assert second.members["a"] is first.members["a"]  # the same partitions: kept
+    assert second.members["a"].generation == 2
+    assert second.members["b2"] is not first.members["b2"]
+    assert second.members["b2"].owned == [("orders", 2)]
+    assert second.members["c"].owned == [] and second.members["c"].generation == 2
