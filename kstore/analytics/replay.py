@@ -86,13 +86,19 @@ class _Replayer:
     ``feed`` yields only the events after them.
     """
 
-    def __init__(self, target: StreamId, strategy: str, stored: Iterable[Event] = ()) -> None:
+    def __init__(
+        self,
+        target: StreamId,
+        strategy: str,
+        stored: Iterable[Event] = (),
+        state: GroupState | None = None,
+    ) -> None:
         self.target = target
         self.strategy = strategy
         # "same": each decision with the flavour of the source's (set per decision).
         self.same = strategy == SAME
         self.protocol = "eager" if self.same else protocol_of(strategy)
-        self.state = GroupState()
+        self.state = state if state is not None else GroupState()
         self.generation = 0
         self.rebalances = 0
         self.follow_ups = 0
@@ -363,8 +369,7 @@ def replay(
             f"timeline {target.timeline!r} of {cluster}/{group} exists already "
             "(--resume continues an interrupted replay into it)"
         )
-    replayer = _Replayer(target, strategy, stored)
-    replayer.state.applied = []  # recorded from the first new event: the store folds none
+    replayer = _Replayer(target, strategy, stored, writer.fold())
     count = 0
     # The replay decides every assignment itself: the source's are not read.
     source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)

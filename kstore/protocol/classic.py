@@ -46,6 +46,7 @@ from kstore.model.events import (
     StreamId,
     SubscriptionChanged,
 )
+from kstore.model.fold import GroupState
 from kstore.model.strategies import protocol_of
 from kstore.protocol.group import Client, GroupSim
 from kstore.protocol.settings import ProtocolSettings
@@ -106,8 +107,11 @@ class ClassicGroupSim(GroupSim):
         settings: ProtocolSettings,
         seed: int,
         stored: Sequence[Event] = (),
+        state: GroupState | None = None,
     ) -> None:
-        super().__init__(stream, start=start, settings=settings, seed=seed, stored=stored)
+        super().__init__(
+            stream, start=start, settings=settings, seed=seed, stored=stored, state=state
+        )
         if protocol not in ("eager", "cooperative"):
             raise ValueError(f"classic protocol must be eager or cooperative, not {protocol}")
         self.protocol_name = protocol

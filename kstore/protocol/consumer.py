@@ -44,6 +44,7 @@ from kstore.model.events import (
     StreamId,
     SubscriptionChanged,
 )
+from kstore.model.fold import GroupState
 from kstore.protocol.group import Client, GroupSim
 from kstore.protocol.settings import ProtocolSettings
 
@@ -81,8 +82,11 @@ class ConsumerGroupSim(GroupSim):
         settings: ProtocolSettings,
         seed: int,
         stored: Sequence[Event] = (),
+        state: GroupState | None = None,
     ) -> None:
-        super().__init__(stream, start=start, settings=settings, seed=seed, stored=stored)
+        super().__init__(
+            stream, start=start, settings=settings, seed=seed, stored=stored, state=state
+        )
         self.strategy = strategy
         self.epochs: dict[str, MemberEpochState] = {}
 

@@ -83,13 +83,16 @@ class GroupSim:
         settings: ProtocolSettings,
         seed: int,
         stored: Sequence[Event] = (),
+        state: GroupState | None = None,
     ) -> None:
         self.stream = stream
         self.start = start
         self.settings = settings
         self.seed = seed
         self.queue = EventQueue()
-        self.state = GroupState()
+        self.state = state if state is not None else GroupState()
+        """The fold of every event the run emits (``state``: the one to start from,
+        a writer's, ``Writer.fold``)."""
         self.clients: dict[str, Client] = {}
         self.rng = random.Random(seed)
         self.ledger = OwnershipLedger()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kstore._gc import cyclic_gc_paused
 from kstore.model.events import Event, StreamId
+from kstore.model.fold import GroupState
 from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
 from kstore.protocol.group import GroupSim, MemberSpec, ResumeMismatch
@@ -72,12 +73,19 @@ def initial_members(scenario: Scenario) -> list[MemberSpec]:
     return specs
 
 
-def build_sim(scenario: Scenario, stream: StreamId, seed: int, stored: list[Event]) -> GroupSim:
+def build_sim(
+    scenario: Scenario,
+    stream: StreamId,
+    seed: int,
+    stored: list[Event],
+    state: GroupState | None = None,
+) -> GroupSim:
     common = {
         "start": scenario.start,
         "settings": scenario.settings,
         "seed": seed,
         "stored": stored,
+        "state": state,
     }
     if scenario.protocol == "consumer":
         return ConsumerGroupSim(stream, strategy=scenario.default_strategy, **common)  # type: ignore[arg-type]
@@ -168,12 +176,12 @@ def run_scenario(
     stream = StreamId(scenario.cluster, scenario.group_id, timeline)
     writer = None
     stored: list[Event] = []
+    state = None
     if store is not None:
         writer = Writer(store, batch_events=None)
         stored = list(writer.stored(stream))
-    sim = build_sim(scenario, stream, seed, stored)
-    if writer is not None:
-        sim.state.applied = []  # recorded from the first new event: the store folds none
+        state = writer.fold()
+    sim = build_sim(scenario, stream, seed, stored, state)
     driver = _Driver(sim, scenario)
     appended = 0
     batch_size = FLUSH_EVERY

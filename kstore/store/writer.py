@@ -17,10 +17,12 @@ a ``Writer`` on any ``EventStore``; the writer imports no database. It
   a writer with a checkpoint flushes only when told, so no event goes in without it).
 
 Each appended event is folded once. A producer that folds its own events (the
-simulator, replay) hands its fold to ``add``: the writer keeps it as the stream's fold,
-switches on its record of what the projections read (``GroupState.applied``; a
-producer may switch it on itself, for its first batch too) and hands fold and records
-to the store with the events (``Folded``), which projects from them. For the others the
+simulator, replay) starts from the writer's ``fold``, which records what the
+projections read of it (``GroupState.applied``) from its first event, and hands it to
+``add`` with its events: the writer keeps it as the stream's fold and hands fold and
+records to the store with the events (``Folded``), which projects from them (a fold
+of the producer's own is switched to recording at its first ``add``: the store folds
+that first batch itself). For the others the
 writer keeps the fold itself once asked for it (``state``), advanced by what it appends
 and handed over the same way, and asks the store to fold only when another writer moved
 the stream; without a fold (``kstore append``) the store folds.
@@ -138,6 +140,13 @@ class Writer:
             self._producer_folds.discard(stream)
             self._versions[stream] = held.version
         return held
+
+    def fold(self) -> GroupState:
+        """The fold a producer that folds its own events starts from (the stored events
+        it derives again, then its new ones), to hand to ``add`` with them: it records
+        what the store's projections read from its first event, so the store folds none
+        of them."""
+        return GroupState(applied=[])
 
     # --- writing --------------------------------------------------------------------------
 

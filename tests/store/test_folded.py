@@ -62,8 +62,8 @@ def test_a_producers_fold_is_the_only_fold_and_stores_the_same(
 ) -> None:
     plain, handed = _fresh(tmp_path / "plain.duckdb"), _fresh(tmp_path / "handed.duckdb")
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
-    producer = GroupState(applied=[])  # a producer that records from its first event
     writer = Writer(handed, batch_events=None)
+    producer = writer.fold()  # a producer's fold, as the writer hands it out
     for lo, hi in itertools.pairwise(bounds):
         plain.append(events[lo:hi])
         applies.clear()
