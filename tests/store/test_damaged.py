@@ -52,11 +52,14 @@ def _flip(path: Path, offset: int) -> None:
 
 
 def _log_block(path: Path) -> int:
-    """The file offset of a block holding the log's ``data`` column."""
+    """The file offset of a block holding the log's ``event_id`` column: every command
+    here reads it (an append looks its ids up there). An append reads no other block
+    of the log: DuckDB adds its rows to new blocks, row groups being small
+    (``kstore.store.log._STORAGE``)."""
     with duckdb.connect(str(path), read_only=True) as db:
         block = db.execute(
             "SELECT max(block_id) FROM pragma_storage_info('kstore_events') "
-            "WHERE column_name = 'data' AND block_id >= 0"
+            "WHERE column_name = 'event_id' AND block_id >= 0"
         ).fetchone()
     assert block is not None and block[0] is not None
     return _HEADER + int(block[0]) * _BLOCK + 1000
