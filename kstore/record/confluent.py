@@ -11,6 +11,11 @@ certain: its member id, the group generation it is in (read from
 number of its own, the partitions of the callback, what it holds afterwards, its
 subscription, its topics' partition counts and its client library.
 
+With ``RecordingListener.configure`` in the consumer's settings, a member that leads
+also reports each run of its assignor (``decided``: the members it named, what it gave
+each), read from librdkafka's own debug log (``_rdkafka_log``), which confluent-kafka
+hands to the listener's logger inside ``poll``.
+
 ``merge_reports`` groups the reports by generation, never by time, so delays and any
 order of arrival across members merge into the same events. A generation is one
 somebody was given an assignment in. A member is in a generation when it reported in it
@@ -19,7 +24,9 @@ whose SyncGroup failed, gets no callback, and reports that it found itself there
 when it reported both before and after it (it never heard of the generation). A member
 that reported nothing in a generation and nothing after it is not in it, whatever it
 held: it was killed, closed or expelled before (its leader may still name a killed
-member until its session ends, and give it what it held). What it held in the
+member until its session ends, and give it what it held). Where the leader's decision
+was reported, a member it did not name is not in the generation either, unless it was
+called back in it. What it held in the
 generation is what its last report of that generation says, where a revocation that
 ends the generation (every eager revocation, any ``lost``) counts what was held before
 it. A member missing from a generation has left: of its own accord when it reported
@@ -58,6 +65,7 @@ from kstore.model.events import (
     TopicChanged,
 )
 from kstore.model.strategies import protocol_of
+from kstore.record._rdkafka_log import FACILITIES, LeaderLog
 from kstore.store.writer import stamp
 
 __all__ = [
@@ -71,11 +79,13 @@ __all__ = [
 
 log = logging.getLogger("kstore.record")
 _METADATA_MAGIC = b"CGMDv2:"
-ReportKind = Literal["assign", "revoke", "lost", "close", "present"]
+ReportKind = Literal["assign", "revoke", "lost", "close", "present", "decided"]
 """``present``: the member found itself in a new generation, outside any callback (a
 cooperative member whose partitions do not change, or a new one given nothing yet, may
-get no callback in it)."""
+get no callback in it). ``decided``: the member led the generation and its assignor
+ran (``named``, ``decision``; only with ``RecordingListener.configure``)."""
 REPORTED_REASON = "from member reports"
+_CALLBACKS = ("assign", "revoke", "lost")
 
 TopicPartition = tuple[str, int]
 
@@ -103,6 +113,11 @@ class MemberReport:
     client: str = ""
     """The member's client library and version (``librdkafka 2.16.0``; empty in reports
     of older listeners)."""
+    named: list[str] = field(default_factory=list)
+    """``decided``: the members the leader's assignor ran for, in its order."""
+    decision: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    """``decided``: what the assignor gave each member (cooperative-sticky: the target,
+    before the cooperative step takes away what another member still owns)."""
 
     @classmethod
     def from_json(cls, line: str, where: str) -> MemberReport:
@@ -110,6 +125,10 @@ class MemberReport:
             raw = json.loads(line)
             raw["partitions"] = [(t, p) for t, p in raw["partitions"]]
             raw["holds"] = [(t, p) for t, p in raw["holds"]]
+            if "decision" in raw:
+                raw["decision"] = {
+                    m: [(t, p) for t, p in tps] for m, tps in raw["decision"].items()
+                }
             return cls(**raw)
         except (ValueError, TypeError, KeyError) as exc:
             raise UsageError(f"{where}: not a member report: {exc}") from None
@@ -184,6 +203,28 @@ class RecordingListener:
         self._partition_counts: dict[str, int] = {}
         self._noted: list[_Callback] = []
         self._present = -1
+        self._lines: list[tuple[float, str]] = []
+        self._leader_log = LeaderLog()
+        self._forward: logging.Logger | None = None
+        self.logger = logging.getLogger(f"kstore.record.librdkafka.{self.path.stem}")
+        """librdkafka's log, once ``configure`` has put it in the consumer's settings."""
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(_Lines(self._lines, self))
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` for the consumer, with librdkafka's ``cgrp`` and ``assignor`` debug
+        contexts on and its log sent to ``self.logger`` (a logger in ``settings`` still
+        gets every line), so that the member, when it leads, reports each decision of its
+        assignor: the members it named and what it gave each (a ``decided`` report). The
+        merge then takes a member its leader did not name out of the generation. The
+        lines are handed over in ``poll``, on the application's thread, and read after
+        it, as the callbacks are."""
+        contexts = {c.strip() for c in str(settings.get("debug", "")).split(",") if c.strip()}
+        forward = settings.get("logger")
+        self._forward = forward if isinstance(forward, logging.Logger) else None
+        debug = ",".join(sorted(contexts | {"cgrp", "assignor"}))
+        return {**settings, "debug": debug, "logger": self.logger}
 
     def subscribe(self, consumer: Any, topics: Sequence[str]) -> None:
         self.topics = sorted(topics)
@@ -205,7 +246,9 @@ class RecordingListener:
                 return message
 
     def flush(self, consumer: Any) -> None:
-        """Report the callbacks noted since the last flush (call it outside any callback)."""
+        """Report the callbacks noted since the last flush (call it outside any callback),
+        and the decisions of its assignor the log has shown since."""
+        self._decisions(consumer)
         if not self._noted:
             return
         before = self.generation
@@ -251,6 +294,30 @@ class RecordingListener:
         pairs = [(tp.topic, tp.partition) for tp in partitions]
         self.holds -= set(pairs)
         self._note("lost", pairs)
+
+    def _decisions(self, consumer: Any) -> None:
+        lines, self._lines[:] = list(self._lines), []
+        for at, text in lines:
+            run = self._leader_log.feed(at, text)
+            if run is None or run.generation is None or run.generation < 0:
+                continue
+            self._seq += 1
+            report = MemberReport(
+                group=self.group,
+                member_id=consumer.memberid() or self.member_id or "",
+                generation=run.generation,
+                seq=self._seq,
+                kind="decided",
+                at=run.at,
+                partitions=[],
+                holds=sorted(self.holds),
+                topics=self.topics,
+                strategy=self.strategy,
+                client=self.client,
+                named=[member for member, _, _ in run.members],
+                decision={m: sorted(tps) for m, tps in run.assigned.items()},
+            )
+            self._write(report)
 
     def _presence(self, consumer: Any) -> None:
         """A ``present`` report for a generation the member is in and was not called back
@@ -300,8 +367,30 @@ class RecordingListener:
             partition_counts=dict(self._partition_counts) if counts else {},
             client=self.client,
         )
+        self._write(report)
+
+    def _write(self, report: MemberReport) -> None:
         with open(self.path, "a", encoding="utf-8") as out:
             out.write(json.dumps(asdict(report)) + "\n")
+
+
+class _Lines(logging.Handler):
+    """Keeps librdkafka's lines of the facilities ``LeaderLog`` reads (the logger is
+    called inside ``poll``: it only notes them), and hands every record on to the
+    application's own logger, if it gave one."""
+
+    def __init__(self, lines: list[tuple[float, str]], listener: RecordingListener) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines = lines
+        self.listener = listener
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        facility, _, rest = text.partition(" ")
+        if facility in FACILITIES and "]: " in rest:
+            self.lines.append((record.created, rest.split("]: ", 1)[1]))
+        if self.listener._forward is not None:
+            self.listener._forward.handle(record)
 
 
 @dataclass(frozen=True)
@@ -379,9 +468,12 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         if report.kind == "close":
             closed[report.member_id] = report.generation
     by_generation: dict[int, list[MemberReport]] = {}
+    decided: dict[int, MemberReport] = {}
     for report in reports:
         if report.kind != "close":
             by_generation.setdefault(report.generation, []).append(report)
+        if report.kind == "decided":
+            decided[report.generation] = report
     # A generation is one somebody was given an assignment in (librdkafka calls every
     # member whose SyncGroup succeeds back with one, empty or not). Presence alone makes
     # none, nor does the revocation of a member closing in a JoinGroup round that never
@@ -405,6 +497,10 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
         present = set(last) | {m for m in members if span[m][0] < generation < span[m][1]}
+        if generation in decided:  # but none its leader did not name, unless called back
+            called = {r.member_id for r in round_reports if r.kind in _CALLBACKS}
+            present = {m for m in present if m in decided[generation].named or m in called}
+            last = {m: report for m, report in last.items() if m in present}
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
             out.append(MemberLeft(member_id=member_id, reason=reason))
@@ -432,6 +528,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 strategy=strategy,
                 assignment={m: holds.get(m, []) for m in sorted(members)},
                 protocol=protocol_of(strategy),
+                leader=decided[generation].member_id if generation in decided else None,
                 client=clients.pop() if len(clients) == 1 and "" not in clients else None,
             )
         )

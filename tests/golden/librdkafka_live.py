@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kstore.record._rdkafka_log import LeaderLog
 from tests.broker import start_broker, tansu_binary
 
 TOPICS = {"lv-a": 12, "lv-b": 5}
@@ -40,14 +40,6 @@ STEPS: list[tuple[str, str, list[str]]] = [
     ("leave", "c2", []),
     ("join", "c5", ["lv-a", "lv-b"]),
 ]
-
-_RUN = re.compile(r"running (\S+) assignor for (\d+) member")
-_JOINED = re.compile(r"JoinGroup response: GenerationId (-?\d+)")
-_MEMBER = re.compile(
-    r'Member "([^"]+)"(?: \(me\))? with (\d+) owned partition\(s\) and (\d+) subscribed'
-)
-_ASSIGNED = re.compile(r'Member "([^"]+)"(?: \(me\))? assigned (\d+) partition\(s\)')
-_PART = re.compile(r"^\s+(\S+) \[(-?\d+)\]$")
 
 
 def _member(
@@ -104,30 +96,20 @@ def leader_runs(workdir: Path) -> dict[int, dict[str, Any]]:
 
 
 def _client_runs(texts: list[tuple[float, str]]) -> list[dict[str, Any]]:
-    runs: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    target: list[Any] | None = None
-    generation = None
+    log = LeaderLog()
+    runs = []
     for at, text in texts:
-        if m := _JOINED.search(text):
-            generation = int(m.group(1))
-        elif m := _RUN.search(text):
-            current = {"at": at, "strategy": m.group(1), "members": [], "assigned": {}}
-            current["generation"] = generation
-            runs.append(current)
-            target = None
-        elif current is None:
-            continue
-        elif m := _MEMBER.search(text):
-            current["members"].append([m.group(1), int(m.group(2)), []])
-            target = current["members"][-1][2]
-        elif m := _ASSIGNED.search(text):
-            current["assigned"][m.group(1)] = []
-            target = current["assigned"][m.group(1)]
-        elif (m := _PART.match(text)) and target is not None:
-            topic, partition = m.group(1), int(m.group(2))
-            target.append(topic if partition < 0 else [topic, partition])
-    return [r for r in runs if len(r["assigned"]) == len(r["members"])]
+        if (run := log.feed(at, text)) is not None:
+            runs.append(
+                {
+                    "at": run.at,
+                    "strategy": run.strategy,
+                    "generation": run.generation,
+                    "members": [[m, owned, list(topics)] for m, owned, topics in run.members],
+                    "assigned": {m: [list(tp) for tp in tps] for m, tps in run.assigned.items()},
+                }
+            )
+    return runs
 
 
 def _adjust(

@@ -11,8 +11,10 @@ crash. Metadata is refreshed every second, so a topic gaining partitions is noti
 quickly. A confluent-kafka member writes its lines from outside the callbacks (see
 ``confluent``), and notes in OUT with the suffix ``.calls`` any client call made while a
 rebalance callback runs; ``KSTORE_TEST_RDKAFKA_DEBUG`` (``cgrp,assignor`` ...) turns
-librdkafka's debug log on in its log; ``KSTORE_TEST_SESSION_TIMEOUT_MS`` sets
-``session.timeout.ms`` (6000 unless set).
+librdkafka's debug log on in its log; ``KSTORE_TEST_LEADER_DECISIONS`` has the listener
+read its leader's decisions from that log (``RecordingListener.configure``), which is
+still written to its log; ``KSTORE_TEST_SESSION_TIMEOUT_MS`` sets ``session.timeout.ms``
+(6000 unless set).
 """
 
 from __future__ import annotations
@@ -152,22 +154,20 @@ def confluent(
             return super().__getattribute__(name)
 
     listener = RecordingListener(reports, group, strategy)
-    consumer = Watched(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "partition.assignment.strategy": strategy,
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": 500,
-            "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": 1000,
-            **(
-                {"debug": os.environ["KSTORE_TEST_RDKAFKA_DEBUG"]}
-                if "KSTORE_TEST_RDKAFKA_DEBUG" in os.environ
-                else {}
-            ),
-        }
-    )
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "partition.assignment.strategy": strategy,
+        "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "heartbeat.interval.ms": 500,
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
+    if "KSTORE_TEST_RDKAFKA_DEBUG" in os.environ:
+        settings["debug"] = os.environ["KSTORE_TEST_RDKAFKA_DEBUG"]
+    if os.environ.get("KSTORE_TEST_LEADER_DECISIONS"):
+        settings = listener.configure({**settings, "logger": _as_librdkafka_logs()})
+    consumer = Watched(settings)
 
     called: list[str] = []  # callbacks since the last poll
 
@@ -210,6 +210,26 @@ def confluent(
             write(consumer.memberid(), *now)
             written = now
     listener.close(consumer)
+
+
+def _as_librdkafka_logs() -> logging.Logger:
+    """A logger writing librdkafka's lines to standard error as librdkafka itself does
+    (``%7|time|FAC|name| [thread]: text``, the time when the line reached Python), so the
+    tests read a member's log whether or not the listener takes it
+    (``KSTORE_TEST_LEADER_DECISIONS``)."""
+
+    class AsLibrdkafka(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            facility, _, rest = record.getMessage().partition(" ")
+            name, _, text = rest.partition("] ")
+            line = f"%7|{record.created:.3f}|{facility}|{name.lstrip('[')}| {text}"
+            print(line, file=sys.stderr, flush=True)
+
+    logger = logging.getLogger("librdkafka")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(AsLibrdkafka())
+    return logger
 
 
 def main() -> None:

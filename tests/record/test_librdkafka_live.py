@@ -44,10 +44,11 @@ from kstore.assignors import AssignmentRequest, assign
 from kstore.model import AssignmentCompleted, Event, MemberLeft
 from kstore.model.fold import GroupState
 from kstore.model.strategies import protocol_of
+from kstore.record._rdkafka_log import LeaderLog
 from kstore.record.confluent import read_reports
 from kstore.store.log import Store
 from tests.broker import Broker
-from tests.golden.librdkafka_live import _RUN, leader_runs
+from tests.golden.librdkafka_live import leader_runs
 from tests.record.test_broker import (
     RUN,
     Members,
@@ -107,7 +108,7 @@ def joins(log: Path) -> Joins:
         elif m := _JOINING.search(text):
             member = m.group(1)
             sent.append((float(fields[1]), False, member, sorted(owned)))
-        elif _RUN.search(text):
+        elif LeaderLog.starts_run(text):
             sent.append((float(fields[1]), True, member, sorted(owned)))
     return sent
 

@@ -325,3 +325,33 @@ def test_the_generation_comes_from_librdkafkas_group_metadata() -> None:
     assert (
         group_generation(_Consumer(b"CGMDv2:" + (-1).to_bytes(4, sys.byteorder, signed=True))) == -1
     )
+
+
+def test_a_member_its_leader_did_not_name_is_not_in_the_generation() -> None:
+    """As a 5-minute soak saw on Tansu, which answers a JoinGroup with the round under
+    way: c found itself in generation 3 and died; the round outlasted its session, and
+    the leader's decision (a ``decided`` report, from its assignor's log) names a and b
+    only. c is not in 3, and the leader is recorded. Without the decision, c would be
+    (the merge cannot tell it from a member its leader counted)."""
+    reporter = Reporter("cooperative-sticky", 2)
+    reporter.emit("a", 2, "assign", {("t", 0), ("t", 1)}, {("t", 0), ("t", 1)})
+    reporter.emit("a", 3, "present", set(), {("t", 0), ("t", 1)})
+    reporter.emit("c", 3, "present", set(), set())
+    reporter.emit("b", 3, "present", set(), set())
+    reporter.emit("a", 3, "decided", set(), {("t", 0), ("t", 1)})
+    reporter.reports[-1] = replace(
+        reporter.reports[-1], named=["a", "b"], decision={"a": [("t", 0)], "b": [("t", 1)]}
+    )
+    reporter.emit("a", 3, "revoke", {("t", 1)}, {("t", 0)})
+    reporter.emit("a", 3, "assign", set(), {("t", 0)})
+    reporter.emit("b", 3, "assign", set(), set())
+    without = [r for r in reporter.reports if r.kind != "decided"]
+    for reports, members, leader in (
+        (reporter.reports, ["a", "b"], "a"),
+        (without, ["a", "b", "c"], None),
+    ):
+        events = merge_reports(reports, cluster="prod")
+        completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"][-1]
+        assert (sorted(completed["assignment"]), completed.get("leader")) == (members, leader)
+        joined = sorted(e.data.to_dict()["member_id"] for e in events if e.type == "MemberJoined")
+        assert joined == members
