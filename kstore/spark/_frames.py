@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 
 from kstore._errors import UsageError
-from kstore.spark._export import PARTITION_COLUMNS
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, arrow_to_events, spark_schema
 from kstore.spark._session import fit_partitions
 
 __all__ = [
+    "LOG_FOLDERS",
     "STREAM_COLUMNS",
     "StreamFunction",
     "map_streams",
@@ -24,6 +24,12 @@ __all__ = [
 
 STREAM_COLUMNS = ["cluster", "group_id", "timeline"]
 
+LOG_FOLDERS = ["cluster"]
+"""The folders of a log that Spark writes (ingest, replay): one per cluster, the rows of
+each file sorted by group. A folder per group, as ``export`` writes with Arrow, costs
+Spark's writer a file, its checksum file and, on a local disk without Hadoop's native
+library, a ``chmod`` process for each: more than replaying the group."""
+
 StreamFunction = Callable[[list[LogRow]], pa.Table]
 """One stream's events in version order -> rows (a table of the job's output schema)."""
 
@@ -31,31 +37,31 @@ StreamFunction = Callable[[list[LogRow]], pa.Table]
 def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
     """The logs under ``folders`` as one (``export``/``ingest``/``replay`` output folders).
 
-    Each folder's ``events`` subfolder is read with its ``cluster=``/``group_id=`` paths.
+    Each folder's ``events`` subfolder is read with its ``cluster=`` (and ``export``'s
+    ``group_id=``) paths.
     """
-    frames = []
     paths = [f"{str(folder).rstrip('/')}/events" for folder in folders]
+    if not paths:
+        raise UsageError("--in: name at least one folder")
     for folder, path in zip(folders, paths, strict=True):
         if "://" not in path and not Path(path).is_dir():
             raise UsageError(f"{folder}: no events/ folder here (write one with export or ingest)")
-        frame = spark.read.schema(spark_schema()).option("basePath", path).parquet(path)
-        frames.append(frame.select(*EVENT_COLUMNS))
-    if not frames:
-        raise UsageError("--in: name at least one folder")
     fit_partitions(spark, paths)
-    return functools.reduce(lambda a, b: a.unionByName(b), frames)
+    frames = [
+        spark.read.schema(spark_schema()).option("basePath", path).parquet(path) for path in paths
+    ]
+    return functools.reduce(
+        lambda a, b: a.unionByName(b), (f.select(*EVENT_COLUMNS) for f in frames)
+    )
 
 
 def write_partitioned(
-    frame: Any, out: Path | str, order: list[str], by: list[str] = PARTITION_COLUMNS
+    frame: Any, out: Path | str, order: list[str], by: list[str] = LOG_FOLDERS
 ) -> None:
-    """``frame`` as Parquet partitioned by ``by`` (cluster and group), rows sorted by ``order``."""
-    (
-        frame.repartition(*by)
-        .sortWithinPartitions(*by, *order)
-        .write.partitionBy(*by)
-        .parquet(str(out))
-    )
+    """``frame`` as Parquet in a folder per value of ``by``, each task's rows sorted by
+    ``by`` then ``order``. No shuffle: each task writes a file per value of ``by`` that it
+    holds, so a frame whose tasks hold whole groups writes each group to one file."""
+    frame.sortWithinPartitions(*by, *order).write.partitionBy(*by).parquet(str(out))
 
 
 def _streams_of(batches: Iterator[pa.RecordBatch]) -> Iterator[list[LogRow]]:

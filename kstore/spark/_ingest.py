@@ -3,7 +3,7 @@
 Each line goes through ``parse_event``, the validation of ``kstore append``, inside the
 Spark tasks; nothing is dropped silently:
 
-- a well-formed event joins the log (``OUT/events``, partitioned like ``export``);
+- a well-formed event joins the log (``OUT/events``, a folder per cluster: ``LOG_FOLDERS``);
 - a malformed line goes to ``OUT/quarantine`` (JSON Lines: ``file``, ``line``,
   ``reason``, ``text``), its reason naming the field as ``kstore append`` would;
 - a repeated ``event_id`` is a duplicate: the first occurrence (by file name, then line)
@@ -126,7 +126,7 @@ def ingest_dumps(spark: Any, dumps: list[str], out: Path) -> IngestResult:
         )
         ordered = ordered.select(*EVENT_COLUMNS).persist()
         try:
-            write_partitioned(ordered, out / "events", ["version"])
+            write_partitioned(ordered, out / "events", ["group_id", "position"])
             kept = ordered.count()
         finally:
             ordered.unpersist()

@@ -180,9 +180,16 @@ def write_metrics(spark: Any, log: Any, out: Path, window: str = "hour") -> int:
     with metrics_of(spark, log) as computed:
         metrics = computed.persist()  # written twice: as it is, and summed up by window
         try:
-            write_partitioned(metrics, out / "metrics", ["group", "timeline", "version"], _BY)
+            write_partitioned(
+                metrics.repartition(*_BY), out / "metrics", ["group", "timeline", "version"], _BY
+            )
             windows = summarise(metrics, window)
-            write_partitioned(windows, out / "windows", ["group", "timeline", "window_start"], _BY)
+            write_partitioned(
+                windows.repartition(*_BY),
+                out / "windows",
+                ["group", "timeline", "window_start"],
+                _BY,
+            )
             return int(metrics.count())
         finally:
             metrics.unpersist()

@@ -3,8 +3,9 @@
 One Spark task walks a stream's events in version order through
 ``kstore.analytics.replay.replay_events``, the function behind ``kstore replay`` (so a
 Spark replay equals it event for event), once per strategy. The new timelines
-(``replay/<strategy>``) are written in the log's Parquet form, partitioned like
-``export``; their ``position`` is NULL, as they belong to no store's log yet.
+(``replay/<strategy>``) are written in the log's Parquet form, a folder per cluster and
+each group's replays in one file; their ``position`` is NULL, as they belong to no
+store's log yet.
 """
 
 from __future__ import annotations
@@ -89,14 +90,18 @@ def write_replays(
 ) -> int:
     """Write the replays under ``out/events``; the number of events written. The
     assignors' warnings (one line each, naming the stream) are added to ``warnings``."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     fresh_folder(out)
     found = log.sparkSession.sparkContext.accumulator([], _lines())
-    replays = replay_log(log, strategies, source, found).persist()
-    try:
-        write_partitioned(replays, out / "events", ["timeline", "version"])
-        count = int(replays.count())
-    finally:
-        replays.unpersist()
+    # Counted on the way to the files: one pass, nothing kept in memory for a count.
+    written = Observation("replayed")
+    replays = replay_log(log, strategies, source, found)
+    replays = replays.observe(written, F.count(F.lit(1)).alias("events"))
+    # Each task holds whole groups (``map_streams``): a group's replays go to one file.
+    write_partitioned(replays, out / "events", ["group_id", "timeline", "version"])
+    count = int(written.get["events"])
     if warnings is not None:
         # A task run again (a lost executor, a cache evicted) adds its lines again.
         warnings.extend(sorted(set(found.value)))

@@ -15,6 +15,7 @@ from kstore._errors import UsageError
 __all__ = ["DEFAULTS", "build_session", "fit_partitions", "parse_conf", "progress_line"]
 
 _SHUFFLE = "spark.sql.shuffle.partitions"
+_LISTING = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 _BYTES_PER_PARTITION = 4 << 20
 """Input bytes (Parquet or JSON Lines) per shuffle partition: a task's stream work on
 4 MiB of compressed events takes seconds, long beside a task's start, short beside a run."""
@@ -94,16 +95,21 @@ def _input_bytes(paths: Sequence[Path | str]) -> int | None:
 
 
 def fit_partitions(spark: Any, paths: Sequence[Path | str]) -> None:
-    """Shuffle partitions from the size of the input under ``paths``: one per 4 MiB, at
-    least the default parallelism (every core busy), at most 2,000; adaptive execution
-    then merges those that turn out small. A ``--conf spark.sql.shuffle.partitions``
-    (a setting of the session's own) is kept."""
-    if spark.sparkContext.getConf().contains(_SHUFFLE):
+    """Partitions sized for the input under ``paths``, before it is read.
+
+    Shuffle partitions: one per 4 MiB, at least the default parallelism (every core
+    busy), at most 2,000; adaptive execution then merges those that turn out small. The
+    folders (a log has one per group) are listed by as many tasks as there are cores,
+    not one task per folder. A ``--conf`` of either setting is kept."""
+    given = spark.sparkContext.getConf()
+    cores = int(spark.sparkContext.defaultParallelism)
+    if not given.contains(_LISTING):
+        spark.conf.set(_LISTING, str(cores))
+    if given.contains(_SHUFFLE):
         return
     size = _input_bytes(paths)
     if size is None:
         return
-    cores = int(spark.sparkContext.defaultParallelism)
     wanted = -(-size // _BYTES_PER_PARTITION)
     spark.conf.set(_SHUFFLE, str(max(cores, min(wanted, _MAX_PARTITIONS))))
 

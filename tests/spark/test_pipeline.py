@@ -131,6 +131,15 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
             ours = replayed[target]
             assert [(r.version, r.event) for r in ours] == [(s.version, s.event) for s in theirs]
             assert any(r.event.type == "AssignmentCompleted" for r in ours)
+    # A folder per cluster, not per group (a file, a checksum and chmods per group cost
+    # more than replaying it); each group's replays whole in one file.
+    files: dict[str, set[Path]] = defaultdict(set)
+    for file in (tmp_path / "out" / "events").rglob("*.parquet"):
+        assert file.parent.parent == tmp_path / "out" / "events"
+        assert file.parent.name.startswith("cluster=")
+        for group in ds.dataset(file).to_table(columns=["group_id"]).column(0).unique():
+            files[group.as_py()].add(file)
+    assert {len(found) for found in files.values()} == {1}
 
 
 def test_replay_reports_the_assignors_warnings(spark: Any, tmp_path: Path) -> None:
