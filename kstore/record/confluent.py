@@ -497,8 +497,8 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
         present = set(last) | {m for m in members if span[m][0] < generation < span[m][1]}
+        called = {r.member_id for r in round_reports if r.kind in _CALLBACKS}
         if generation in decided:  # but none its leader did not name, unless called back
-            called = {r.member_id for r in round_reports if r.kind in _CALLBACKS}
             present = {m for m in present if m in decided[generation].named or m in called}
             last = {m: report for m, report in last.items() if m in present}
         for member_id in sorted(set(members) - present):
@@ -521,7 +521,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         if protocol_of(strategy) == "eager":
             _say_unseen(group, generation, members, holds, counts)
         clients = {report.client for report in round_reports}
-        out.append(RebalanceStarted(generation=generation, reason=REPORTED_REASON))
+        out.append(RebalanceStarted(generation=generation, reason=_reason(present - called)))
         out.append(
             AssignmentCompleted(
                 generation=generation,
@@ -542,6 +542,16 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         at = max(r.at for r in reports if r.kind == "close" and r.member_id in members)
         events.extend(_events(cluster, group, "end", at, list(gone)))
     return events
+
+
+def _reason(missed: set[str]) -> str:
+    """``RebalanceStarted.reason``: naming the members that did not take the generation
+    up (called back in nothing: librdkafka calls back every member whose SyncGroup
+    succeeds, so their SyncGroup failed, or they never heard of the generation); what
+    the record gives them is what they held, not what their leader decided."""
+    if not missed:
+        return REPORTED_REASON
+    return f"{REPORTED_REASON}; not taken up by {', '.join(sorted(missed))}"
 
 
 def _say_unseen(

@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 from kstore.assignors import AssignmentRequest, assign
-from kstore.model import AssignmentCompleted, Event, MemberLeft
+from kstore.model import AssignmentCompleted, Event, MemberLeft, RebalanceStarted
 from kstore.model.fold import GroupState
 from kstore.model.strategies import protocol_of
 from kstore.record._rdkafka_log import LeaderLog
@@ -210,7 +210,9 @@ def check_the_record(store: Store, events: list[Event], strategy: str, workdir: 
     """``check_each_decision``, and ``kstore replay --check`` on the record: each decision
     the flavour's answer (``same``), but where a member kept what it owned (``kept``: it
     was called back in nothing then, its SyncGroup failed) or where the record is not
-    the leader's request (there anything, and ``differs`` only there). Where the record
+    the leader's request (there anything, and ``differs`` only there); such a ``kept``
+    member is one the record names as not having taken the generation up (its
+    ``RebalanceStarted.reason``). Where the record
     is not the leader's request, the members it is wrong about reported nothing in that
     generation. Java's cooperative-sticky differs somewhere. A line saying what was
     found."""
@@ -225,6 +227,15 @@ def check_the_record(store: Store, events: list[Event], strategy: str, workdir: 
     kept = [(row["member"], row["generation"]) for row in rows if row["verdict"] == "kept"]
     # (Where the record is not the leader's request, it answers another question.)
     assert not {(m, g) for m, g in kept if g not in gaps} & called_back, (kept, rows)
+    # The record says which members did not take a generation up: a `kept` there is a
+    # failed SyncGroup, not the flavour.
+    missed = {
+        (member, event.data.generation)
+        for event in events
+        if isinstance(event.data, RebalanceStarted) and "not taken up by " in event.data.reason
+        for member in event.data.reason.split("not taken up by ", 1)[1].split(", ")
+    }
+    assert {(m, g) for m, g in kept if g not in gaps} <= missed, (kept, missed)
     differs = {row["generation"] for row in rows if row["verdict"] == "differs"}
     assert differs <= set(gaps), (differs, gaps, rows)
     if strategy == "cooperative-sticky":

@@ -266,6 +266,13 @@ def test_a_killed_member_leaves_in_the_first_generation_it_is_not_in() -> None:
         (3, {"a": a, "c": []}),
         (4, {"a": a, "c": b}),
     ]
+    # c did not take generation 3 up (its SyncGroup failed): the record says so.
+    reasons = [e.data.to_dict()["reason"] for e in events if e.type == "RebalanceStarted"]
+    assert reasons == [
+        "from member reports",
+        "from member reports; not taken up by c",
+        "from member reports",
+    ]
     left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
     assert left == [{"member_id": "b", "reason": "other"}]
 
