@@ -19,11 +19,11 @@ import pyarrow as pa
 from kstore._errors import UsageError
 from kstore.analytics.replay import replay_events
 from kstore.assignors import get_assignor
-from kstore.model.events import StreamId
+from kstore.model.events import AssignmentCompleted, StreamId
 from kstore.model.strategies import SAME
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import map_streams, write_partitioned
-from kstore.spark._schema import LogRow, event_schema, events_to_arrow
+from kstore.spark._schema import LogRow, event_schema, events_to_arrow, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
@@ -64,6 +64,18 @@ def _replayer(strategies: Sequence[str], warnings: Accumulator[list[str]] | None
     return replay_stream
 
 
+def _without_assignments(log: Any) -> Any:
+    """The log with each ``AssignmentCompleted``'s assignment empty, as ``kstore replay``
+    reads its source (``assignments=False``): a replay decides every assignment itself.
+    The recorded ones, most of a log's bytes, are then neither read from Parquet nor
+    shuffled nor turned into Python objects."""
+    from pyspark.sql import functions as F
+
+    kind = spark_schema()["data"].dataType["assignment"].dataType
+    empty = F.when(F.col("type") == AssignmentCompleted.type_name(), F.create_map().cast(kind))
+    return log.withColumn("data", F.col("data").withField("assignment", empty))
+
+
 def replay_log(
     log: Any,
     strategies: Sequence[str],
@@ -77,8 +89,11 @@ def replay_log(
     for strategy in strategies:
         if strategy != SAME:  # same: each generation's own flavour, known in the task
             get_assignor(strategy)  # an unknown name fails here, not in a task
-    streams = log.where(log.timeline == source)
-    return map_streams(streams, _replayer(list(strategies), warnings), event_schema())
+    return map_streams(
+        _without_assignments(log.where(log.timeline == source)),
+        _replayer(list(strategies), warnings),
+        event_schema(),
+    )
 
 
 def write_replays(
