@@ -20,10 +20,11 @@ import pyarrow as pa
 __all__ = ["Column"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Run:
     value: Any
     count: int
+    """Grown in place while the same value repeats (a batch's stream key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +59,9 @@ class Column:
 
     def repeat(self, value: Any, count: int) -> None:
         last = self._chunks[-1] if self._chunks else None
-        if isinstance(last, _Run) and type(last.value) is type(value) and last.value == value:
+        if type(last) is _Run and type(last.value) is type(value) and last.value == value:
             # One run for a whole batch's stream key: far fewer arrays to concatenate.
-            self._chunks[-1] = _Run(value, last.count + count)
+            last.count += count
             self._size += count
         else:
             self._add(_Run(value, count), count)
