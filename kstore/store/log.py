@@ -263,6 +263,28 @@ def _stream_where(stream: StreamId) -> tuple[str, list[Any]]:
     return "cluster = ? AND group_id = ? AND timeline = ?", list(stream)
 
 
+_AFTER = (
+    f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
+    "ORDER BY position LIMIT ?"
+)
+"""The log's rows after a position (the first parameter), at most a number of them."""
+
+_Page = TypeVar("_Page", list[tuple[Any, ...]], pa.Table)
+
+
+def _pages(fetch: Callable[[int], _Page], size: int) -> Iterator[_Page]:
+    """The log in pages, in log order: ``fetch(after)`` reads at most ``size`` rows
+    after log position ``after`` (the rows' first column), until a page comes short."""
+    after = 0
+    while True:
+        page = fetch(after)
+        if len(page):
+            yield page
+            after = page[-1][0] if isinstance(page, list) else page.column(0)[-1].as_py()
+        if len(page) < size:
+            return
+
+
 class Store:
     """The log in the DuckDB file at ``path``; safe to use from several processes."""
 
@@ -653,13 +675,7 @@ class Store:
         heads: dict[StreamId, StreamHead] = {}
         projector = Projector()
         snaps: dict[str, list[Any]] = {n: [] for n in (*_STREAM_COLUMNS, "version", "state")}
-        sql = (
-            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
-            "ORDER BY position LIMIT ?"
-        )
-        after = 0
-        while page := conn.rows(sql, [after, _READ_PAGE]):
-            after = page[-1][0]
+        for page in _pages(lambda after: conn.rows(_AFTER, [after, _READ_PAGE]), _READ_PAGE):
             for row in page:
                 event = _stored(row).event
                 head = heads.get(event.stream)
@@ -778,31 +794,24 @@ class Store:
             f"SELECT {columns} FROM kstore_events WHERE {' AND '.join(where)} "
             "ORDER BY position LIMIT ?"
         )
-        after = 0
-        while True:
+
+        def fetch(after: int) -> list[tuple[Any, ...]]:
             with self._window(write=False) as conn:
-                page = conn.rows(sql, [after, *params, _READ_PAGE])
+                return conn.rows(sql, [after, *params, _READ_PAGE])
+
+        for page in _pages(fetch, _READ_PAGE):
             yield from (_stored(row) for row in page)
-            if len(page) < _READ_PAGE:
-                return
-            after = page[-1][0]
 
     def event_pages(self, size: int) -> Iterator[pa.Table]:
         """The log's rows as stored (``data`` JSON text, ``at`` naive UTC), in log order,
         ``size`` rows a page, each page read in a window of its own (bulk readers)."""
-        sql = (
-            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
-            "ORDER BY position LIMIT ?"
-        )
-        after = 0
-        while True:
+
+        def fetch(after: int) -> pa.Table:
             with self._window(write=False) as conn:
-                page: pa.Table = conn._db.execute(sql, [after, size]).to_arrow_table()
-            if page.num_rows:
-                yield page
-                after = page.column("position")[-1].as_py()
-            if page.num_rows < size:
-                return
+                page: pa.Table = conn._db.execute(_AFTER, [after, size]).to_arrow_table()
+            return page
+
+        return _pages(fetch, size)
 
     def assignment_batches(self, upto: int, size: int) -> Iterator[pa.RecordBatch]:
         """``kstore_assignments`` rows of the events up to log position ``upto``, in one
@@ -820,11 +829,7 @@ class Store:
     def page(self, after: int, limit: int) -> list[StoredEvent]:
         """At most ``limit`` events after log position ``after``, in log order."""
         with self._window(write=False) as conn:
-            rows = conn.rows(
-                f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position > ? "
-                "ORDER BY position LIMIT ?",
-                [after, limit],
-            )
+            rows = conn.rows(_AFTER, [after, limit])
         return [_stored(row) for row in rows]
 
     def version(self, stream: StreamId) -> int:
