@@ -52,8 +52,9 @@ class Broker:
                 self.process.wait()
 
 
-def start_broker(binary: Path, log: Path, *extra: str) -> Broker:
-    """``extra``: more of Tansu's options (``--authentication``: SASL required)."""
+def start_broker(binary: Path, log: Path, *extra: str, advertise: int | None = None) -> Broker:
+    """``extra``: more of Tansu's options (``--authentication``: SASL required);
+    ``advertise``: the port clients are told to connect to (a proxy's), if not its own."""
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     with open(log, "wb") as out:
@@ -64,7 +65,7 @@ def start_broker(binary: Path, log: Path, *extra: str) -> Broker:
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                url if advertise is None else f"tcp://127.0.0.1:{advertise}",
                 *extra,
             ],
             stdout=out,
