@@ -84,7 +84,7 @@ def _stats(events: list[LogRow]) -> pa.Table:
         projector.feed(head, event, event.at.astimezone(UTC).replace(tzinfo=None))
     parts = []
     for table, taken in _TAKEN.items():
-        rows = projector.analytics.arrow(table)
+        rows = projector.arrow(table)
         arrays = [
             rows.column(f.name).cast(f.type) if f.name in taken else pa.nulls(len(rows), f.type)
             for f in _STATS

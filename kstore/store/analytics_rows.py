@@ -6,8 +6,11 @@ rows in well under a second, so nothing partition-level is left for query time: 
 ``rebuild``), into counts per topic and per rebalance. The counts follow
 docs/spec/metrics.md; the SQL adds them up and computes what needs other events
 (``duration_ms``). ``Decision`` is the partition-level reading of E that both this module
-and the ownership projection use, columnar (numpy), so a 10,000-partition event costs a
-few list comprehensions rather than a Python loop with branches per partition.
+and the ownership projection use: made as E is projected (each partition's previous
+owner is read then), in plain lists; a batch's decisions are then read together,
+columnar (``Entries``: numpy over every entry of the batch), so neither a
+10,000-partition event nor thousands of small ones cost a Python loop with branches per
+partition or numpy calls per event.
 
 Tables (one set of rows per E, keyed by its stream and version):
 
@@ -31,11 +34,9 @@ Tables (one set of rows per E, keyed by its stream and version):
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,13 +48,23 @@ from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import Applied
 from kstore.store.catalogue import ANALYTICS, arrow_schema, columns
 
-__all__ = ["ANALYTICS_COLUMNS", "ROW_KEY", "AnalyticsRows", "Decision", "RowKey"]
+__all__ = [
+    "ANALYTICS_COLUMNS",
+    "ROW_KEY",
+    "Coded",
+    "Decision",
+    "Entries",
+    "RowKey",
+    "analytics_tables",
+    "coded",
+    "gathered",
+    "keyed_table",
+    "row_keys",
+]
 
 ROW_KEY = ("cluster", "group_id", "timeline", "version")
 RowKey = tuple[str, str, str, int]
 """An event's stream and version: the columns that key every projection row of it."""
-_TOPIC_COUNTS: tuple[str, ...] = ("assigned", "moved", "new", "revoked", "unassigned")
-_TOPIC_COUNTS += ("retainable", "kept", "double_assigned", "subscribers")
 ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {table: columns(table) for table in ANALYTICS}
 """Table -> its columns, in the catalogue's order (``kstore.store.catalogue``)."""
 
@@ -63,216 +74,65 @@ _Bools = npt.NDArray[np.bool_]
 
 
 class Decision:
-    """E's assignment read entry by entry (one entry per listed member and partition).
+    """E's assignment read entry by entry (one entry per listed member and partition), as
+    E is projected: ``prevs[i]`` is ``prev(p)`` of the entry's partition (the last owner
+    before E; None: none), and ``last_owner`` is advanced by E (a partition E gives to
+    exactly one member is that member's from now on). Plain lists: a batch's decisions
+    are read together (``Entries``).
 
-    ``owners`` are the assignment's member ids; ``owner[i]`` indexes them. ``pair_first``
-    marks the first entry of each (member, partition), ``tp_first`` the first of each
-    partition, ``shared`` the entries of partitions given to more than one member.
-    ``prev[i]`` is ``prev(p)`` of the entry's partition (``last_owner`` before E) as an
-    index into ``people`` (E's owners first, then the other previous owners; -1: none).
-    """
+    ``owners`` are the assignment's members, ``counts`` how many entries each has;
+    ``flags`` is None when every partition is listed once (the usual case), else per
+    entry (first of its (member, partition), first of its partition, of a partition
+    given to several members)."""
+
+    __slots__ = ("applied", "at_utc", "counts", "data", "flags", "key", "owners", "prevs", "tps")
 
     def __init__(
-        self, assignment: Mapping[str, Any], last_owner: Mapping[TopicPartition, str]
-    ) -> None:
-        self.assignment = assignment
-        self.owners: list[str] = list(assignment)
-        lists = list(assignment.values())
-        self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
-        size = len(self.tps)
-        self.owner: _Ints = np.repeat(
-            np.arange(len(lists), dtype=np.int64), [len(x) for x in lists]
-        )
-        # Codes in order of first appearance, from Arrow's dictionary encoding.
-        topics, numbers = zip(*self.tps, strict=True) if size else ((), ())
-        self.topic_names, self.topic = _encoded(topics)
-        self.number: _Ints = np.array(numbers, dtype=np.int64)
-        last = last_owner.get
-        names, codes = _encoded([last(tp) for tp in self.tps])
-        people = {m: i for i, m in enumerate(self.owners)}
-        for name in names:
-            people.setdefault(name, len(people))
-        self.people: list[str] = list(people)
-        self.prev: _Ints = np.array([people[n] for n in names] + [-1], dtype=np.int64)[codes]
-        if len(set(self.tps)) == size:  # the usual case: every partition listed once
-            self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
-            self.tp_first: _Bools = self.pair_first
-            self.shared: _Bools = np.zeros(size, dtype=np.bool_)
-            self.doubled = False
-        else:
-            self.pair_first = np.zeros(size, dtype=np.bool_)
-            self.tp_first = np.zeros(size, dtype=np.bool_)
-            holders: dict[TopicPartition, set[str]] = {}
-            members = [self.owners[i] for i in self.owner.tolist()]
-            for i, (member, tp) in enumerate(zip(members, self.tps, strict=True)):
-                held = holders.setdefault(tp, set())
-                self.tp_first[i] = not held
-                self.pair_first[i] = member not in held
-                held.add(member)
-            self.shared = np.array([len(holders[tp]) > 1 for tp in self.tps], dtype=np.bool_)
-            self.doubled = bool(self.shared.any())  # a partition given to several members
-        self.single: _Bools = self.pair_first & ~self.shared
-
-    def changed(self) -> _Ints:
-        """Entries of E's single-owner partitions whose owner is not ``prev(p)``."""
-        return np.flatnonzero(self.single & (self.prev != self.owner))
-
-
-def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
-    """The distinct values but None, in order of first appearance, and each value's
-    index among them (None: the index one past the last). Dict lookups for a small
-    group's handful of values (an Arrow call costs ten times as much there), Arrow's
-    dictionary encoding from ``_ARROW_FROM`` values (it is then half the time)."""
-    if len(values) >= _ARROW_FROM:
-        encoded = pa.array(values, type=pa.string()).dictionary_encode()
-        names: list[Any] = encoded.dictionary.to_pylist()
-        # NaN where None (Arrow's ``fill_null`` would import ``pyarrow.compute``: 0.3 s).
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        return names, np.nan_to_num(codes, nan=len(names)).astype(np.int64)
-    first = dict.fromkeys(values)
-    first.pop(None, None)
-    names = list(first)
-    index = {name: i for i, name in enumerate(names)}
-    missing = len(names)
-    return names, np.array([index.get(v, missing) for v in values], dtype=np.int64)
-
-
-_ARROW_FROM = 1000
-
-
-_SETTLED = ("kstore_topic_stats", "kstore_rebalance_stats")
-"""The tables whose counts are settled for a batch of E at once (``_Settle``)."""
-
-
-class AnalyticsRows:
-    """Collects the rows of the ``ANALYTICS_COLUMNS`` tables: the counts of the
-    ``_SETTLED`` tables for a whole batch of E at once (``_Settle``), the other tables'
-    few rows per E as tuples; each table converted to Arrow once by ``arrow``."""
-
-    def __init__(self) -> None:
-        self._rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in ANALYTICS_COLUMNS}
-        self._pending: list[_Pending] = []
-        self._waiting = 0
-        self._settled: dict[str, list[pa.Table]] = {table: [] for table in _SETTLED}
-
-    def rows(self) -> int:
-        settled: int = sum(t.num_rows for tables in self._settled.values() for t in tables)
-        return sum(map(len, self._rows.values())) + self._waiting + settled
-
-    def arrow(self, table: str) -> pa.Table:
-        """The rows of ``table`` collected so far, with the catalogue's types."""
-        if self._pending:
-            settle = _Settle(self._pending)
-            self._settled["kstore_topic_stats"].append(settle.topic_stats())
-            self._settled["kstore_rebalance_stats"].append(settle.rebalance_stats())
-            self._pending, self._waiting = [], 0
-        schema = arrow_schema(table)
-        if table in self._settled:
-            done = self._settled[table]
-            return pa.concat_tables(done) if done else schema.empty_table()
-        rows = self._rows[table]
-        columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-        return pa.Table.from_arrays(
-            [
-                pa.array(values, type=field.type)
-                for values, field in zip(columns, schema, strict=True)
-            ],
-            schema=schema,
-        )
-
-    def _add(self, table: str, key: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> None:
-        self._rows[table].extend([(*key, *row) for row in rows])
-
-    def assignment(
         self,
         key: RowKey,
         applied: Applied,
         data: AssignmentCompleted,
         at_utc: datetime,
-        decision: Decision,
+        last_owner: dict[TopicPartition, str],
     ) -> None:
-        """Rows for E = ``data``, whose fold ``applied`` gives the group at E and the
-        assignment before it."""
-        members = applied.members
-        topics = applied.topics
-        tps = decision.tps
+        self.key = key
+        self.applied = applied
+        self.data = data
+        self.at_utc = at_utc
+        assignment = data.assignment
+        self.owners: list[str] = list(assignment)
+        lists = list(assignment.values())
+        self.counts: list[int] = list(map(len, lists))
+        self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
+        self.prevs: list[str | None] = list(map(last_owner.get, self.tps))
+        self.flags: tuple[list[bool], list[bool], list[bool]] | None = None
+        if len(set(self.tps)) == len(self.tps):
+            for member, given in zip(self.owners, lists, strict=True):
+                last_owner.update(dict.fromkeys(given, member))
+            return
+        members = self.member_of_entries()
+        holders: dict[TopicPartition, set[str]] = {}
+        pair_first, tp_first = [], []
+        for member, tp in zip(members, self.tps, strict=True):
+            held = holders.setdefault(tp, set())
+            tp_first.append(not held)
+            pair_first.append(member not in held)
+            held.add(member)
+        shared = [len(holders[tp]) > 1 for tp in self.tps]
+        self.flags = (pair_first, tp_first, shared)
+        for member, tp, first, many in zip(members, self.tps, pair_first, shared, strict=True):
+            if first and not many:
+                last_owner[tp] = member
 
-        revoked = _revoked(applied.previous, decision)
-        subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
-        names = sorted(
-            set(decision.topic_names)
-            | {tp[0] for _, tp in revoked}
-            | {t for ts in subscribed.values() for t in ts}
-        )
-        tcode = {t: i for i, t in enumerate(names)}
-        # Member codes: ``decision.people`` (so ``decision.owner`` and ``decision.prev``
-        # are codes), then the members at E that are not among them.
-        mcode: dict[str, int] = {m: i for i, m in enumerate(decision.people)}
-        for m in members:
-            mcode.setdefault(m, len(mcode))
-        people = len(mcode)
-        revoked_per_topic = Counter(tp[0] for _, tp in revoked)  # (member, partition) pairs
-        self._pending.append(
-            _Pending(
-                key=key,
-                generation=data.generation,
-                at_utc=at_utc,
-                members=len(members),
-                names=names,
-                sizes=[topics.get(t, 0) for t in names],
-                exists=[t in topics for t in names],
-                revoked=[revoked_per_topic[t] for t in names],
-                people=people,
-                at_e=[mcode[m] for m in members],
-                pairs=[tcode[t] * people + mcode[m] for m, ts in subscribed.items() for t in ts],
-                topic_of_name=[tcode[t] for t in decision.topic_names],
-                decision=decision,
-            )
-        )
-        self._waiting += len(tps) + len(names)
-        self._add(
-            "kstore_members_at",
-            key,
-            [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))],
-        )
-        self._add("kstore_topics_at", key, list(topics.items()))
-        if decision.doubled:
-            doubled = np.flatnonzero(decision.pair_first & decision.shared).tolist()
-            self._add(
-                "kstore_double_assignments",
-                key,
-                [(*tps[i], decision.owners[decision.owner[i]]) for i in doubled],
-            )
-        self._add("kstore_revocations", key, [(m, *tp) for m, tp in revoked])
+    def member_of_entries(self) -> list[str]:
+        return [m for m, n in zip(self.owners, self.counts, strict=True) for _ in range(n)]
 
 
-@dataclass(slots=True)
-class _Pending:
-    """One E's own part of its counts, kept until ``_Settle`` counts a batch's at once
-    (numpy's calls cost as much for five entries as for thousands: per E they were most
-    of a small group's append)."""
-
-    key: RowKey
-    generation: int
-    at_utc: datetime
-    members: int
-    names: list[str]
-    """The topics of E's rows: assigned, revoked or subscribed to, sorted."""
-    sizes: list[int]
-    """Per topic of ``names``: its partitions at E (0: no such topic)."""
-    exists: list[bool]
-    revoked: list[int]
-    people: int
-    """How many member codes: ``decision.people``, then the members at E not among them."""
-    at_e: list[int]
-    pairs: list[int]
-    """Each (member at E, topic it subscribes to), as ``topic * people + member``."""
-    topic_of_name: list[int]
-    """``decision.topic_names`` as indexes into ``names``."""
-    decision: Decision
+def _flat_ints(parts: Sequence[Sequence[int]]) -> _Ints:
+    return np.fromiter(chain.from_iterable(parts), dtype=np.int64)
 
 
-def _offsets(counts: Sequence[int]) -> _Ints:
+def _offsets(counts: Sequence[int] | _Ints) -> _Ints:
     """Where each of runs of ``counts`` values, one after the other, starts."""
     out = np.zeros(len(counts), dtype=np.int64)
     if len(counts) > 1:
@@ -280,169 +140,419 @@ def _offsets(counts: Sequence[int]) -> _Ints:
     return out
 
 
-def _joined(parts: Sequence[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+class Coded(NamedTuple):
+    """Text as codes into ``names`` (-1: NULL). Made into an Arrow dictionary array,
+    which DuckDB stores as the text itself: no Python string per row on the way."""
+
+    codes: _Ints
+    names: Sequence[str]
+
+    def at(self, index: _Ints) -> Coded:
+        return Coded(self.codes[index], self.names)
+
+    def extended(self, values: Sequence[str | None]) -> Coded:
+        """``values`` after these."""
+        known = {name: i for i, name in enumerate(self.names)}
+        more = [-1 if v is None else known.setdefault(v, len(known)) for v in values]
+        return Coded(np.concatenate([self.codes, np.array(more, dtype=np.int64)]), list(known))
+
+    def arrow(self) -> pa.Array:
+        null = self.codes < 0
+        indices = pa.array(np.maximum(self.codes, 0).astype(np.int32), mask=null)
+        return pa.DictionaryArray.from_arrays(indices, pa.array(self.names, type=pa.string()))
 
 
-class _Settle:
-    """The counts of a batch of pending E, columnar. Every E's topics, member codes and
-    (member, topic) pairs get slots of their own, side by side (pairs topic-major within
-    an E), so that each count is one numpy call for the whole batch."""
+def coded(values: Sequence[str | None]) -> Coded:
+    names, codes = _encoded(values)
+    return Coded(codes, names)
 
-    def __init__(self, pending: list[_Pending]) -> None:
-        self.pending = pending
-        events = np.arange(len(pending), dtype=np.int64)
-        widths = [len(p.names) for p in pending]
-        people = [p.people for p in pending]
+
+def gathered(values: Sequence[Any], index: _Ints, kind: pa.DataType) -> pa.Array:
+    """``values[i]`` for each ``i`` of ``index`` (None: NULL), as one Arrow array of
+    type ``kind``: numpy picks them (Arrow's ``take`` would import ``pyarrow.compute``,
+    0.3 s), text coded."""
+    return _arrow(_numpy(values, kind), kind, index)
+
+
+_Column = Coded | npt.NDArray[Any]
+
+
+def _numpy(values: Sequence[Any], kind: pa.DataType) -> _Column:
+    """``values`` (None: NULL) as numbers or times in numpy (NULL: masked), or text
+    coded."""
+    if pa.types.is_string(kind):
+        return coded(values)
+    dtype = "datetime64[us]" if pa.types.is_timestamp(kind) else np.int64
+    null = [v is None for v in values]
+    if not any(null):
+        return np.array(values, dtype=dtype)
+    some = next(v for v in values if v is not None) if not all(null) else 0
+    filled = np.array([some if v is None else v for v in values], dtype=dtype)
+    return np.ma.masked_array(filled, mask=null)
+
+
+def _arrow(column: _Column, kind: pa.DataType, index: _Ints | None = None) -> pa.Array:
+    """The column (its rows ``index``) in Arrow: text as a dictionary array, the rest
+    of type ``kind``."""
+    if isinstance(column, Coded):
+        return (column if index is None else column.at(index)).arrow()
+    picked = column if index is None else column[index]
+    if isinstance(picked, np.ma.MaskedArray):
+        return pa.array(picked.data, type=kind, mask=np.ma.getmaskarray(picked))
+    return pa.array(picked, type=kind)
+
+
+def row_keys(keys: Sequence[RowKey]) -> list[_Column]:
+    """The ``ROW_KEY`` columns of events keyed ``keys``, for ``keyed_table``."""
+    schema = arrow_schema("kstore_assignments")
+    columns = list(zip(*keys, strict=True)) if keys else [() for _ in ROW_KEY]
+    return [
+        _numpy(column, schema.field(name).type)
+        for name, column in zip(ROW_KEY, columns, strict=True)
+    ]
+
+
+def keyed_table(
+    table: str, keys: Sequence[_Column], of: _Ints, columns: Mapping[str, Any]
+) -> pa.Table:
+    """``table``'s rows: row ``r`` of the event whose key is row ``of[r]`` of ``keys``
+    (``row_keys``), its other columns from ``columns`` (Arrow or numpy arrays, coded
+    text or lists). Numbers and times have the catalogue's types, text is a dictionary
+    array of it."""
+    schema = arrow_schema(table)
+    arrays = []
+    for field in schema:
+        if field.name in ROW_KEY:
+            values = _arrow(keys[ROW_KEY.index(field.name)], field.type, of)
+        else:
+            values = columns[field.name]
+            if isinstance(values, Coded | np.ndarray):
+                values = _arrow(values, field.type)
+            elif not isinstance(values, pa.Array):
+                values = pa.array(values, type=field.type)
+        arrays.append(values)
+    return pa.Table.from_arrays(arrays, names=list(schema.names))
+
+
+class Entries:
+    """Every entry of a batch of decisions, columnar: ``event`` (the decision it is of),
+    ``owner`` (an index into ``owner_names``, the batch's members), ``topic`` (into
+    ``topic_names``), ``number``, ``prev`` (into ``prev_names``; -1: none),
+    the flags of ``Decision`` (``single``: the only entry of a partition given to one
+    member), and per decision the ``first`` of its entries and of its owners. Local
+    codes, per decision: ``local_owner`` indexes its owners, ``local_prev`` its
+    ``people`` (its owners, then the other previous owners; -1: none)."""
+
+    def __init__(self, decisions: Sequence[Decision]) -> None:
+        self.decisions = decisions
+        sizes = [len(d.tps) for d in decisions]
+        owners = [len(d.owners) for d in decisions]
+        self.event: _Ints = np.repeat(np.arange(len(decisions), dtype=np.int64), sizes)
+        self.first: _Ints = _offsets(sizes)
+        self.first_owner: _Ints = _offsets(owners)
+        tps = list(chain.from_iterable(d.tps for d in decisions))
+        topics, numbers = zip(*tps, strict=True) if tps else ((), ())
+        self.topic_names, self.topic = _encoded(topics)
+        self.number: _Ints = np.array(numbers, dtype=np.int64)
+        self.prev_names, self.prev = _encoded(list(chain.from_iterable(d.prevs for d in decisions)))
+        names: dict[str, int] = {}
+        codes = [names.setdefault(m, len(names)) for d in decisions for m in d.owners]
+        self.owner_names = list(names)
+        counts = _flat_ints([d.counts for d in decisions])
+        self.owner: _Ints = np.repeat(np.array(codes, dtype=np.int64), counts)
+        # Each entry's owner as an index into its decision's owners.
+        member_event = np.repeat(np.arange(len(decisions), dtype=np.int64), owners)
+        local = np.arange(len(codes), dtype=np.int64) - self.first_owner[member_event]
+        self.local_owner: _Ints = np.repeat(local, counts)
+        size = len(tps)
+        self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
+        self.tp_first: _Bools = np.ones(size, dtype=np.bool_)
+        self.shared: _Bools = np.zeros(size, dtype=np.bool_)
+        for d, start in zip(decisions, self.first.tolist(), strict=True):
+            if d.flags is not None:
+                end = start + len(d.tps)
+                self.pair_first[start:end], self.tp_first[start:end], self.shared[start:end] = (
+                    d.flags
+                )
+        self.single: _Bools = self.pair_first & ~self.shared
+        # Per decision its people: its owners, then the other previous owners (in order
+        # of first appearance); each entry's previous owner as an index into them.
+        self.people: list[dict[str | None, int]] = []
+        local_prev: list[int] = []
+        for d in decisions:
+            people: dict[str | None, int] = dict(zip(d.owners, range(len(d.owners)), strict=True))
+            for name in dict.fromkeys(d.prevs):
+                if name is not None and name not in people:
+                    people[name] = len(people)
+            local_prev.extend(map(people.get, d.prevs, repeat(-1, len(d.prevs))))
+            self.people.append(people)
+        self.local_prev: _Ints = np.array(local_prev, dtype=np.int64)
+
+    def changed(self) -> _Ints:
+        """Entries of single-owner partitions whose owner is not ``prev(p)``."""
+        return np.flatnonzero(self.single & (self.local_prev != self.local_owner))
+
+
+def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
+    """The distinct values but None, in order of first appearance, and each value's
+    index among them (None: -1). Dict lookups for a handful
+    of values (an Arrow call costs ten times as much there), Arrow's dictionary
+    encoding from ``_ARROW_FROM`` values (it is then half the time)."""
+    if len(values) >= _ARROW_FROM:
+        encoded = pa.array(values, type=pa.string()).dictionary_encode()
+        names: list[Any] = encoded.dictionary.to_pylist()
+        # NaN where None (Arrow's ``fill_null`` would import ``pyarrow.compute``: 0.3 s).
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        return names, np.nan_to_num(codes, nan=-1).astype(np.int64)
+    first = dict.fromkeys(values)
+    first.pop(None, None)
+    names = list(first)
+    index = {name: i for i, name in enumerate(names)}
+    return names, np.array([index.get(v, -1) for v in values], dtype=np.int64)
+
+
+_ARROW_FROM = 1000
+
+
+def analytics_tables(entries: Entries) -> dict[str, pa.Table]:
+    """The ``ANALYTICS_COLUMNS`` tables' rows of a batch of decisions."""
+    return _Analytics(entries).tables()
+
+
+class _Analytics:
+    """The analytics rows of a batch, columnar. Each E's topics (its assigned, revoked
+    and subscribed ones, sorted), member codes (its ``people``, then the members at E
+    not among them) and (topic, member) pairs get slots of their own, side by side
+    (pairs topic-major within an E), so that each count is one numpy call for the whole
+    batch (numpy's calls cost as much for five entries as for thousands)."""
+
+    def __init__(self, entries: Entries) -> None:
+        self.entries = entries
+        decisions = entries.decisions
+        self.keys = row_keys([d.key for d in decisions])
+        self.names: list[str] = []
+        """Every E's topics, one after the other."""
+        widths, people, local_topic = [], [], []
+        self.size: list[int] = []
+        self.exists: list[bool] = []
+        self.revoked: list[int] = []
+        at_e: list[list[int]] = []
+        pairs: list[list[int]] = []
+        self.rows: dict[str, tuple[list[int], dict[str, list[Any]]]] = {
+            table: ([], {c: [] for c in cols if c not in ROW_KEY})
+            for table, cols in ANALYTICS_COLUMNS.items()
+            if table in _LISTED
+        }
+        members_at = self.rows["kstore_members_at"][1]
+        topics_at = self.rows["kstore_topics_at"][1]
+        doubled = self.rows["kstore_double_assignments"][1]
+        gone = self.rows["kstore_revocations"][1]
+        for d, mcode in zip(decisions, entries.people, strict=True):
+            applied = d.applied
+            members, topics = applied.members, applied.topics
+            revoked = _revoked(applied.previous, d.data.assignment)
+            subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
+            names = sorted(
+                {tp[0] for tp in d.tps}
+                | {tp[0] for _, tp in revoked}
+                | {t for ts in subscribed.values() for t in ts}
+            )
+            tcode = {t: i for i, t in enumerate(names)}
+            local_topic.append([tcode[tp[0]] for tp in d.tps])
+            mcode = dict(mcode)
+            for m in members:
+                mcode.setdefault(m, len(mcode))
+            count = len(mcode)
+            per_topic = dict.fromkeys(names, 0)
+            for _, tp in revoked:  # (member, partition) pairs
+                per_topic[tp[0]] += 1
+            self.names.extend(names)
+            widths.append(len(names))
+            people.append(count)
+            self.size.extend([topics.get(t, 0) for t in names])
+            self.exists.extend([t in topics for t in names])
+            self.revoked.extend(per_topic.values())
+            at_e.append([mcode[m] for m in members])
+            pairs.append([tcode[t] * count + mcode[m] for m, ts in subscribed.items() for t in ts])
+            self._listed(
+                "kstore_members_at",
+                [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))],
+                members_at,
+            )
+            self._listed("kstore_topics_at", list(topics.items()), topics_at)
+            self._listed("kstore_double_assignments", _doubled(d), doubled)
+            self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
+        self.widths = widths
+        self._counts(widths, people, local_topic, at_e, pairs)
+
+    def _listed(
+        self, table: str, rows: list[tuple[Any, ...]], columns: dict[str, list[Any]]
+    ) -> None:
+        self.rows[table][0].append(len(rows))
+        if rows:
+            for values, column in zip(zip(*rows, strict=True), columns.values(), strict=True):
+                column.extend(values)
+
+    def _counts(
+        self,
+        widths: list[int],
+        people: list[int],
+        local_topic: list[list[int]],
+        at_e: list[list[int]],
+        pairs: list[list[int]],
+    ) -> None:
+        entries = self.entries
+        events = np.arange(len(widths), dtype=np.int64)
         self.topics = sum(widths)
         self.members = sum(people)
         topic_base = _offsets(widths)
         self.member_base = _offsets(people)
         pair_sizes = [w * m for w, m in zip(widths, people, strict=True)]
         pair_base = _offsets(pair_sizes)
-        pairs = sum(pair_sizes)
+        slots = sum(pair_sizes)
         self.people: _Ints = np.array(people, dtype=np.int64)
 
-        # Per entry (a member and partition that some E lists): its E, topic and codes.
-        decisions = [p.decision for p in pending]
-        event = np.repeat(events, [len(d.tps) for d in decisions])
-        name_base = _offsets([len(p.topic_of_name) for p in pending])
-        topic_of_name = np.array([t for p in pending for t in p.topic_of_name], dtype=np.int64)
-        local_topic = topic_of_name[
-            _joined([d.topic for d in decisions], np.int64) + name_base[event]
-        ]
-        self.topic = topic_base[event] + local_topic
-        owner = _joined([d.owner for d in decisions], np.int64)
-        prev = _joined([d.prev for d in decisions], np.int64)
-        self.number = _joined([d.number for d in decisions], np.int64)
-        self.single = _joined([d.single for d in decisions], np.bool_)
-        self.pair_first = _joined([d.pair_first for d in decisions], np.bool_)
-        self.tp_first = _joined([d.tp_first for d in decisions], np.bool_)
-        self.shared = _joined([d.shared for d in decisions], np.bool_)
+        # Per entry (a member and partition that some E lists): its slots.
+        event = entries.event
+        topic = _flat_ints(local_topic)
+        self.topic = topic_base[event] + topic
+        owner, prev = entries.local_owner, entries.local_prev
         self.owner = self.member_base[event] + owner
         self.known = prev >= 0
         self.same = prev == owner
-        pair_of = pair_base[event] + local_topic * self.people[event]  # + member code
+        pair_of = pair_base[event] + topic * self.people[event]  # + member code
 
-        self.eligible = np.zeros(pairs, dtype=np.bool_)
-        pair_event = np.repeat(events, [len(p.pairs) for p in pending])
-        given = np.array([c for p in pending for c in p.pairs], dtype=np.int64)
-        self.eligible[pair_base[pair_event] + given] = True
-        self.retainable = self.single & self.known & self.eligible[pair_of + np.maximum(prev, 0)]
-        self.topic_loads = np.bincount((pair_of + owner)[self.pair_first], minlength=pairs)
+        self.eligible = np.zeros(slots, dtype=np.bool_)
+        pair_event = np.repeat(events, [len(p) for p in pairs])
+        self.eligible[pair_base[pair_event] + _flat_ints(pairs)] = True
+        single = entries.single
+        self.retainable = single & self.known & self.eligible[pair_of + np.maximum(prev, 0)]
+        self.topic_loads = np.bincount((pair_of + owner)[entries.pair_first], minlength=slots)
         # Each pair slot's topic slot and member slot.
         slot_event = np.repeat(events, pair_sizes)
-        local = np.arange(pairs, dtype=np.int64) - pair_base[slot_event]
+        local = np.arange(slots, dtype=np.int64) - pair_base[slot_event]
         slot_people = self.people[slot_event]
         self.pair_topic = topic_base[slot_event] + local // slot_people
         self.pair_member = self.member_base[slot_event] + local % slot_people
-        self.size: _Ints = np.array([n for p in pending for n in p.sizes], dtype=np.int64)
-        self.exists: _Bools = np.array([e for p in pending for e in p.exists], dtype=np.bool_)
+        self.size_of: _Ints = np.array(self.size, dtype=np.int64)
+        self.exists_of: _Bools = np.array(self.exists, dtype=np.bool_)
+        member_event = np.repeat(events, people)
+        self.at_e = np.zeros(self.members, dtype=np.bool_)
+        at_e_event = np.repeat(events, [len(ms) for ms in at_e])
+        self.at_e[self.member_base[at_e_event] + _flat_ints(at_e)] = True
+        self.member_event = member_event
 
-    def _counts(self, mask: _Bools) -> _Ints:
+    def _of_topics(self, mask: _Bools) -> _Ints:
         return np.bincount(self.topic[mask], minlength=self.topics)
 
-    def topic_stats(self) -> pa.Table:
-        subscribers = np.bincount(self.pair_topic[self.eligible], minlength=self.topics)
-        wanted = self.exists & (subscribers > 0)
-        covered = self._counts(self.tp_first & (self.number < self.size[self.topic]))
-        single, known, retainable = self.single, self.known, self.retainable
-        counts = {
-            "assigned": self._counts(self.tp_first),
-            "moved": self._counts(single & known & ~self.same),
-            "new": self._counts(single & ~known),
-            "revoked": [n for p in self.pending for n in p.revoked],
-            "unassigned": np.where(wanted, self.size - covered, 0),
-            "retainable": self._counts(retainable),
-            "kept": self._counts(retainable & self.same),
-            "double_assigned": self._counts(self.tp_first & self.shared),
-            "subscribers": subscribers,
+    def tables(self) -> dict[str, pa.Table]:
+        out = {
+            "kstore_rebalance_stats": self._rebalance_stats(),
+            "kstore_topic_stats": self._topic_stats(),
         }
-        # Per topic, max - min of its subscribers' partitions of it (NULL: no subscriber).
-        spread = _spread(
-            self.pair_topic[self.eligible], self.topic_loads[self.eligible], self.topics
-        )
-        columns: dict[str, Any] = _keys([(p.key, len(p.names)) for p in self.pending])
-        columns["topic"] = [t for p in self.pending for t in p.names]
-        columns.update(counts)
-        columns["imbalance"] = spread
-        return _table("kstore_topic_stats", columns)
+        for table, (counts, listed) in self.rows.items():
+            of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+            out[table] = keyed_table(table, self.keys, of, listed)
+        return {table: out[table] for table in ANALYTICS_COLUMNS}
 
-    def rebalance_stats(self) -> pa.Table:
-        pending = self.pending
+    def _topic_stats(self) -> pa.Table:
+        entries = self.entries
+        subscribers = np.bincount(self.pair_topic[self.eligible], minlength=self.topics)
+        wanted = self.exists_of & (subscribers > 0)
+        covered = self._of_topics(entries.tp_first & (entries.number < self.size_of[self.topic]))
+        single, known, retainable = entries.single, self.known, self.retainable
+        columns: dict[str, Any] = {
+            "topic": self.names,
+            "assigned": self._of_topics(entries.tp_first),
+            "moved": self._of_topics(single & known & ~self.same),
+            "new": self._of_topics(single & ~known),
+            "revoked": self.revoked,
+            "unassigned": np.where(wanted, self.size_of - covered, 0),
+            "retainable": self._of_topics(retainable),
+            "kept": self._of_topics(retainable & self.same),
+            "double_assigned": self._of_topics(entries.tp_first & entries.shared),
+            "subscribers": subscribers,
+            # Per topic, max - min of its subscribers' partitions of it (NULL: none).
+            "imbalance": _spread(
+                self.pair_topic[self.eligible], self.topic_loads[self.eligible], self.topics
+            ),
+        }
+        of = np.repeat(np.arange(len(self.widths), dtype=np.int64), self.widths)
+        return keyed_table("kstore_topic_stats", self.keys, of, columns)
+
+    def _rebalance_stats(self) -> pa.Table:
+        entries = self.entries
+        decisions = entries.decisions
         # Loads over the members at E that subscribe to a topic that exists at E.
         counts = np.zeros(self.members, dtype=np.bool_)
-        counts[self.pair_member[self.eligible & self.exists[self.pair_topic]]] = True
-        at_e = np.zeros(self.members, dtype=np.bool_)
-        at_e[
-            [int(b) + m for p, b in zip(pending, self.member_base, strict=True) for m in p.at_e]
-        ] = True
-        member_event = np.repeat(np.arange(len(pending), dtype=np.int64), self.people)
-        loads = np.bincount(self.owner[self.pair_first], minlength=self.members)
-        counted = at_e & counts
-        which, load = member_event[counted], loads[counted]
-        many = np.bincount(which, minlength=len(pending))
-        total = np.bincount(which, weights=load, minlength=len(pending)).astype(np.int64)
+        counts[self.pair_member[self.eligible & self.exists_of[self.pair_topic]]] = True
+        loads = np.bincount(self.owner[entries.pair_first], minlength=self.members)
+        counted = self.at_e & counts
+        which, load = self.member_event[counted], loads[counted]
+        many = np.bincount(which, minlength=len(decisions))
+        total = np.bincount(which, weights=load, minlength=len(decisions)).astype(np.int64)
         ceiling = -(-total // np.maximum(many, 1))
         excess = np.bincount(
-            which, weights=np.maximum(load - ceiling[which], 0), minlength=len(pending)
+            which, weights=np.maximum(load - ceiling[which], 0), minlength=len(decisions)
         ).astype(np.int64)
-        columns: dict[str, Any] = _keys([(p.key, 1) for p in pending])
-        columns["generation"] = [p.generation for p in pending]
-        columns["at"] = [p.at_utc for p in pending]
-        columns["members"] = [p.members for p in pending]
-        columns["imbalance"] = _spread(which, load, len(pending))
-        columns["excess"] = _Masked(excess, many == 0)
-        return _table("kstore_rebalance_stats", columns)
+        columns: dict[str, Any] = {
+            "generation": [d.data.generation for d in decisions],
+            "at": [d.at_utc for d in decisions],
+            "members": [len(d.applied.members) for d in decisions],
+            "imbalance": _spread(which, load, len(decisions)),
+            "excess": _masked(excess, many == 0, pa.int32()),
+        }
+        of = np.arange(len(decisions), dtype=np.int64)
+        return keyed_table("kstore_rebalance_stats", self.keys, of, columns)
 
 
-class _Masked(NamedTuple):
-    """Numbers of a column, NULL where ``null``; converted to the column's type once
-    (an Arrow array's ``cast`` would import ``pyarrow.compute``: 0.3 s)."""
+_LISTED = (
+    "kstore_members_at",
+    "kstore_topics_at",
+    "kstore_double_assignments",
+    "kstore_revocations",
+)
+"""The analytics tables whose few rows per E are listed as E is read."""
 
-    values: _Ints
-    null: _Bools
+
+def _masked(values: _Ints, null: _Bools, kind: pa.DataType) -> pa.Array:
+    """Numbers, NULL where ``null`` (an Arrow array's ``cast`` would import
+    ``pyarrow.compute``: 0.3 s)."""
+    return pa.array(values, type=kind, mask=null)
 
 
-def _spread(groups: _Ints, values: _Ints, size: int) -> _Masked:
+def _spread(groups: _Ints, values: _Ints, size: int) -> pa.Array:
     """Per group of ``size``, max - min of its ``values`` (NULL: none)."""
     most = np.full(size, -1, dtype=np.int64)
     least = np.full(size, _NONE, dtype=np.int64)
     np.maximum.at(most, groups, values)
     np.minimum.at(least, groups, values)
     none = most < 0
-    return _Masked(np.where(none, 0, most - least), none)
+    return _masked(np.where(none, 0, most - least), none, pa.int32())
 
 
-def _keys(runs: list[tuple[RowKey, int]]) -> dict[str, list[Any]]:
-    """The key columns of rows, each key repeated its count of times."""
-    columns: dict[str, list[Any]] = {name: [] for name in ROW_KEY}
-    for key, count in runs:
-        for name, value in zip(ROW_KEY, key, strict=True):
-            columns[name].extend([value] * count)
-    return columns
-
-
-def _table(table: str, columns: dict[str, Any]) -> pa.Table:
-    schema = arrow_schema(table)
-    return pa.Table.from_arrays(
-        [
-            pa.array(values.values, type=field.type, mask=values.null)
-            if isinstance(values := columns[field.name], _Masked)
-            else pa.array(values, type=field.type)
-            for field in schema
-        ],
-        schema=schema,
-    )
+def _doubled(d: Decision) -> list[tuple[str, int, str]]:
+    """(topic, partition, member) of each (partition, member) of a partition E gives
+    to several members."""
+    if d.flags is None:
+        return []
+    pair_first, _, shared = d.flags
+    return [
+        (*tp, member)
+        for tp, member, first, many in zip(
+            d.tps, d.member_of_entries(), pair_first, shared, strict=True
+        )
+        if first and many
+    ]
 
 
 def _revoked(
-    previous: Mapping[str, tuple[TopicPartition, ...]], decision: Decision
+    previous: Mapping[str, tuple[TopicPartition, ...]], assignment: Mapping[str, Any]
 ) -> list[tuple[str, TopicPartition]]:
     """(member, partition) pairs of ``previous`` that E does not give that member."""
     out: list[tuple[str, TopicPartition]] = []
     for m, tps in previous.items():
-        kept = set(decision.assignment.get(m, ()))
+        kept = set(assignment.get(m, ()))
         if not kept.issuperset(tps):
             out.extend((m, tp) for tp in dict.fromkeys(tps) if tp not in kept)
     return out

@@ -37,7 +37,6 @@ from kstore.model.events import (
 )
 from kstore.model.fold import Applied, GroupState
 from kstore.store import catalogue
-from kstore.store._columns import Column
 from kstore.store._lock import (
     StoreBusyError,
     busy_elsewhere,
@@ -47,7 +46,6 @@ from kstore.store._lock import (
     yielding_to_writers,
 )
 from kstore.store._query import checked_statement, readable, run_sandboxed
-from kstore.store.analytics_rows import ANALYTICS_COLUMNS
 from kstore.store.catalogue import DERIVED, HEAD, REVISIONS
 from kstore.store.interface import (
     AppendResult,
@@ -58,11 +56,7 @@ from kstore.store.interface import (
     StoredEvent,
     StreamInfo,
 )
-from kstore.store.projections import (
-    ASSIGNMENT_COLUMNS,
-    Projector,
-    StreamHead,
-)
+from kstore.store.projections import PROJECTED, Projector, StreamHead
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -91,6 +85,7 @@ _STREAM_COLUMNS = ("cluster", "group_id", "timeline")
 # Column lists and Arrow types from the read model's one catalogue.
 _EVENT_COLUMNS = catalogue.columns("kstore_events")
 _HEAD_COLUMNS = catalogue.columns("kstore_streams")
+_ASSIGNMENT_COLUMNS = catalogue.columns("kstore_assignments")
 _ARROW_TYPES = catalogue.ARROW_TYPES
 
 
@@ -130,14 +125,9 @@ def _aware(at_utc: datetime, offset_s: int) -> datetime:
     return at_utc.replace(tzinfo=UTC).astimezone(zone)
 
 
-def _arrow(columns: Mapping[str, list[Any]] | Mapping[str, Column]) -> pa.Table:
+def _arrow(columns: Mapping[str, list[Any]]) -> pa.Table:
     return pa.table(
-        {
-            name: values.to_arrow(_ARROW_TYPES.get(name, pa.string()))
-            if isinstance(values, Column)
-            else pa.array(values, type=_ARROW_TYPES.get(name))
-            for name, values in columns.items()
-        }
+        {name: pa.array(values, type=_ARROW_TYPES.get(name)) for name, values in columns.items()}
     )
 
 
@@ -623,10 +613,8 @@ class Store:
             after = page[-1][5]
 
     def _store_rows(self, conn: _Conn, projector: Projector) -> None:
-        conn.insert("kstore_assignments", _arrow(projector.assignments))
-        conn.insert("kstore_ownership", _arrow(projector.ownership))
-        for table in ANALYTICS_COLUMNS:
-            conn.insert(table, projector.analytics.arrow(table))
+        for table in PROJECTED:
+            conn.insert(table, projector.arrow(table))
 
     def _store_heads(
         self,
@@ -819,7 +807,7 @@ class Store:
         stream = "cluster, group_id, timeline"
         with self._window(write=False) as conn:
             yield from conn._db.execute(
-                f"SELECT {_cols(ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
+                f"SELECT {_cols(_ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
                 f"WHERE ({stream}, version) IN "
                 f"(SELECT {stream}, version FROM kstore_events WHERE position <= ?) "
                 f"ORDER BY {stream}, version, rowid",

@@ -2,9 +2,12 @@
 
 Pure code (no DuckDB): a ``StreamHead`` is what a stream's projection needs to go on
 (its ``GroupState`` and the last owner of every partition ever assigned), and
-``Projector`` turns stored events into columns for ``kstore_assignments`` and
-``kstore_ownership``. Appends and ``rebuild`` both go through it, one event at a time,
-so incremental and rebuilt tables agree by construction (and a test checks it). The
+``Projector`` turns stored events into the rows of ``kstore_assignments``,
+``kstore_ownership`` and the analytics tables. Appends and ``rebuild`` both go through
+it, so incremental and rebuilt tables agree by construction (and a test checks it).
+Events are fed one at a time, in order: each reads and advances its stream's head
+(plain Python, per event); the rows of a whole batch are made at once when its tables
+are asked for (``arrow``), columnar. The
 rows read the fold only through its ``Applied`` records: the store's own fold's
 (``feed``), or those of a producer's fold handed over with its events (``project``).
 
@@ -20,18 +23,29 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+import pyarrow as pa
+
 from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted, Event, MemberReplaced
 from kstore.model.fold import Applied, GroupState
-from kstore.store._columns import Column
-from kstore.store.analytics_rows import ROW_KEY, AnalyticsRows, Decision, RowKey
-from kstore.store.catalogue import columns
+from kstore.store.analytics_rows import (
+    ANALYTICS_COLUMNS,
+    Coded,
+    Decision,
+    Entries,
+    RowKey,
+    analytics_tables,
+    gathered,
+    keyed_table,
+    row_keys,
+)
+from kstore.store.catalogue import arrow_schema
 
-__all__ = ["ASSIGNMENT_COLUMNS", "OWNERSHIP_COLUMNS", "Projector", "StreamHead"]
+__all__ = ["PROJECTED", "Projector", "StreamHead"]
 
-ASSIGNMENT_COLUMNS = columns("kstore_assignments")
-
-OWNERSHIP_COLUMNS = columns("kstore_ownership")
+PROJECTED = ("kstore_assignments", "kstore_ownership", *ANALYTICS_COLUMNS)
+"""The tables a ``Projector`` fills, in the order they are stored."""
 
 
 @dataclass(slots=True)
@@ -55,12 +69,21 @@ class StreamHead:
         return cls(GroupState.from_dict(raw["state"]), owners)
 
 
-def _columns(names: tuple[str, ...]) -> dict[str, Column]:
-    return {name: Column() for name in names}
+@dataclass(frozen=True, slots=True)
+class _Replaced:
+    """A ``MemberReplaced`` that hands ``moved`` (the old id's partitions) over."""
+
+    key: RowKey
+    applied: Applied
+    at_utc: datetime
+    moved: list[TopicPartition]
+    old: str
+    new: str
 
 
 class Projector:
-    """Collects projection rows as columns (``Column``: Arrow-ready), per table.
+    """Collects projection rows, per table: the events fed are read as they come (their
+    stream's head advanced), the rows of all of them made at once by ``arrow``.
 
     With ``keep=False`` it only advances heads (loading a stream's head from the log);
     with ``analytics_only`` it keeps the analytics rows but not the assignment and
@@ -70,14 +93,16 @@ class Projector:
     def __init__(self, keep: bool = True, *, analytics_only: bool = False) -> None:
         self.keep = keep
         self._log_rows = keep and not analytics_only
-        self.assignments = _columns(ASSIGNMENT_COLUMNS)
-        self.ownership = _columns(OWNERSHIP_COLUMNS)
-        self.analytics = AnalyticsRows()
+        self._read: list[Decision | _Replaced] = []
+        """What the events fed since the tables were last made leave to project."""
+        self._entries = 0
+        self._tables: dict[str, pa.Table] = {}
 
     def rows(self) -> int:
-        return (
-            len(self.assignments["member"]) + len(self.ownership["owner"]) + self.analytics.rows()
-        )
+        """About how many rows the events fed make (their assignment rows, one more per
+        event read, and the rows made already)."""
+        made: int = sum(t.num_rows for t in self._tables.values())
+        return self._entries + len(self._read) + made
 
     def feed(self, head: StreamHead, event: Event, at_utc: datetime) -> None:
         """Apply ``event`` (the stream's next) to ``head`` and add the rows it makes.
@@ -99,70 +124,82 @@ class Projector:
         data = event.data
         key = (*event.stream, applied.version)
         if isinstance(data, AssignmentCompleted):
-            decision = Decision(data.assignment, head.last_owner)
-            if self._log_rows:
-                self._assignment(key, data, decision)
+            decision = Decision(key, applied, data, at_utc, head.last_owner)
             if self.keep:
-                self.analytics.assignment(key, applied, data, at_utc, decision)
-            self._decided(head, key, applied, decision, at_utc)
+                self._read.append(decision)
+                self._entries += len(decision.tps)
         elif isinstance(data, MemberReplaced):
             old, new = data.old_member_id, data.new_member_id
             if old != new:
                 moved = [tp for tp, owner in head.last_owner.items() if owner == old]
-                self._replaced(head, key, applied, moved, old, new, at_utc)
+                head.last_owner.update(dict.fromkeys(moved, new))
+                if self._log_rows:
+                    self._read.append(_Replaced(key, applied, at_utc, moved, old, new))
 
-    def _stream_key(self, key: RowKey, count: int, columns: dict[str, Column]) -> None:
-        for name, value in zip(ROW_KEY, key, strict=True):
-            columns[name].repeat(value, count)
+    def arrow(self, table: str) -> pa.Table:
+        """The rows of ``table`` (one of ``PROJECTED``) of the events fed so far, with
+        the catalogue's types."""
+        if self._read:
+            made = self._made()
+            self._read, self._entries = [], 0
+            for name, rows in made.items():
+                held = self._tables.get(name)
+                self._tables[name] = rows if held is None else pa.concat_tables([held, rows])
+        found = self._tables.get(table)
+        return found if found is not None else arrow_schema(table).empty_table()
 
-    def _assignment(self, key: RowKey, data: AssignmentCompleted, decision: Decision) -> None:
-        columns = self.assignments
-        count = len(decision.tps)
-        self._stream_key(key, count, columns)
-        columns["generation"].repeat(data.generation, count)
-        columns["member"].coded(decision.owner, decision.owners)
-        columns["topic"].coded(decision.topic, decision.topic_names)
-        columns["partition"].numbers(decision.number)
-
-    def _ownership(
-        self, key: RowKey, applied: Applied, count: int, at_utc: datetime, cause: str
-    ) -> None:
-        columns = self.ownership
-        self._stream_key(key, count, columns)
-        columns["generation"].repeat(applied.generation, count)
-        columns["at"].repeat(at_utc, count)
-        columns["cause"].repeat(cause, count)
-
-    def _decided(
-        self, head: StreamHead, key: RowKey, applied: Applied, decision: Decision, at_utc: datetime
-    ) -> None:
-        changed = decision.changed()
-        tps = [decision.tps[i] for i in changed.tolist()]
-        owners = [decision.owners[i] for i in decision.owner[changed].tolist()]
+    def _made(self) -> dict[str, pa.Table]:
+        entries = Entries([d for d in self._read if isinstance(d, Decision)])
+        made = analytics_tables(entries)
         if self._log_rows:
-            self._ownership(key, applied, len(tps), at_utc, "AssignmentCompleted")
-            columns = self.ownership
-            columns["topic"].coded(decision.topic[changed], decision.topic_names)
-            columns["partition"].numbers(decision.number[changed])
-            columns["previous_owner"].coded(decision.prev[changed], decision.people)
-            columns["owner"].coded(decision.owner[changed], decision.owners)
-        head.last_owner.update(zip(tps, owners, strict=True))
+            made["kstore_assignments"] = _assignments(entries)
+            made["kstore_ownership"] = _ownership(self._read, entries)
+        return made
 
-    def _replaced(
-        self,
-        head: StreamHead,
-        key: RowKey,
-        applied: Applied,
-        tps: list[TopicPartition],
-        old: str,
-        new: str,
-        at_utc: datetime,
-    ) -> None:
-        if self._log_rows:
-            self._ownership(key, applied, len(tps), at_utc, "MemberReplaced")
-            columns = self.ownership
-            columns["topic"].extend([tp[0] for tp in tps])
-            columns["partition"].extend([tp[1] for tp in tps])
-            columns["previous_owner"].repeat(old, len(tps))
-            columns["owner"].repeat(new, len(tps))
-        head.last_owner.update(dict.fromkeys(tps, new))
+
+def _assignments(entries: Entries) -> pa.Table:
+    decisions = entries.decisions
+    event = entries.event
+    columns = {
+        "generation": np.array([d.data.generation for d in decisions], dtype=np.int64)[event],
+        "member": Coded(entries.owner, entries.owner_names),
+        "topic": Coded(entries.topic, entries.topic_names),
+        "partition": entries.number,
+    }
+    return keyed_table("kstore_assignments", row_keys([d.key for d in decisions]), event, columns)
+
+
+def _ownership(read: list[Decision | _Replaced], entries: Entries) -> pa.Table:
+    """The rows of the partitions whose owner changed, in the order of the events read
+    (a ``MemberReplaced``'s rows between those of its neighbours)."""
+    changed = entries.changed()
+    place = np.array([i for i, r in enumerate(read) if isinstance(r, Decision)], dtype=np.int64)
+    of = place[entries.event[changed]]
+    topic = Coded(entries.topic, entries.topic_names).at(changed)
+    partition = entries.number[changed]
+    previous = Coded(entries.prev, entries.prev_names).at(changed)
+    owner = Coded(entries.owner, entries.owner_names).at(changed)
+    cause = Coded(np.zeros(len(changed), dtype=np.int64), ["AssignmentCompleted"])
+    replaced = [(i, r) for i, r in enumerate(read) if isinstance(r, _Replaced)]
+    if replaced:
+        counts = [len(r.moved) for _, r in replaced]
+        of = np.concatenate([of, np.repeat(np.array([i for i, _ in replaced]), counts)])
+        moved = [tp for _, r in replaced for tp in r.moved]
+        topic = topic.extended([t for t, _ in moved])
+        partition = np.concatenate([partition, np.array([p for _, p in moved], dtype=np.int64)])
+        previous = previous.extended([r.old for _, r in replaced for _ in r.moved])
+        owner = owner.extended([r.new for _, r in replaced for _ in r.moved])
+        cause = cause.extended(["MemberReplaced"] * len(moved))
+        order = np.argsort(of, kind="stable")
+        of, partition = of[order], partition[order]
+        topic, previous, owner, cause = (c.at(order) for c in (topic, previous, owner, cause))
+    columns = {
+        "generation": gathered([r.applied.generation for r in read], of, pa.int32()),
+        "at": gathered([r.at_utc for r in read], of, pa.timestamp("us")),
+        "topic": topic,
+        "partition": partition,
+        "previous_owner": previous,
+        "owner": owner,
+        "cause": cause,
+    }
+    return keyed_table("kstore_ownership", row_keys([r.key for r in read]), of, columns)

@@ -9,7 +9,7 @@ from kstore.spark._schema import EVENT_COLUMNS, assignment_schema, event_schema
 from kstore.store import catalogue
 from kstore.store.analytics_rows import ANALYTICS_COLUMNS
 from kstore.store.log import Store
-from kstore.store.projections import ASSIGNMENT_COLUMNS, OWNERSHIP_COLUMNS
+from kstore.store.projections import PROJECTED, Projector
 from kstore.store.schema import metadata
 
 _DUCKDB = {
@@ -45,10 +45,11 @@ def test_the_metadata_and_the_column_lists_come_from_the_catalogue() -> None:
         assert [(c.name, c.nullable) for c in table.columns] == [
             (c.name, c.nullable) for c in catalogue.TABLES[name]
         ]
-    assert catalogue.columns("kstore_assignments") == ASSIGNMENT_COLUMNS
-    assert catalogue.columns("kstore_ownership") == OWNERSHIP_COLUMNS
     for table, columns in ANALYTICS_COLUMNS.items():
         assert columns == catalogue.columns(table)
+    assert set(PROJECTED) == set(catalogue.DERIVED) - {"kstore_streams"}
+    for table in PROJECTED:
+        assert Projector().arrow(table).schema == catalogue.arrow_schema(table)
 
 
 def test_the_parquet_and_spark_schemas_come_from_the_catalogue() -> None:

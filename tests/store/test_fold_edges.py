@@ -79,21 +79,11 @@ def test_the_ownership_projection_follows_a_merge_and_ignores_a_self_replacement
     )
     for event in stream:
         projector.feed(head, event, event.at.replace(tzinfo=None))
-    causes = projector.ownership["cause"].to_list()
+    ownership = projector.arrow("kstore_ownership").to_pylist()
     replaced = [
-        (tp, old, new)
-        for tp, old, new, cause in zip(
-            zip(
-                projector.ownership["topic"].to_list(),
-                projector.ownership["partition"].to_list(),
-                strict=True,
-            ),
-            projector.ownership["previous_owner"].to_list(),
-            projector.ownership["owner"].to_list(),
-            causes,
-            strict=True,
-        )
-        if cause == "MemberReplaced"
+        ((row["topic"], row["partition"]), row["previous_owner"], row["owner"])
+        for row in ownership
+        if row["cause"] == "MemberReplaced"
     ]
     assert replaced == [(("t", 0), "a", "b"), (("t", 1), "a", "b")]
     assert head.last_owner == {
