@@ -10,10 +10,8 @@ stopped at the end whatever happens.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -21,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.dataset as ds
-import pyspark
 import pytest
 
 from benchmarks._fleet import fleet
@@ -34,10 +31,10 @@ from kstore.spark._replay import write_replays
 from kstore.spark._schema import arrow_to_events
 from kstore.store.log import Store
 from tests.spark.metrics_contract import comparable
+from tests.spark.processes import SPARK_HOME, kstore_process, process_env
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
-SPARK_HOME = Path(pyspark.__file__).parent
 _HEAP = "512m"
 
 
@@ -47,23 +44,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        SPARK_HOME=str(SPARK_HOME),
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_DAEMON_MEMORY="256m",
-        PYSPARK_PYTHON=sys.executable,
-        PYTHONPATH=os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
-    )
-    return env
-
-
 def _daemon(name: str, args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
             [str(SPARK_HOME / "bin" / "spark-class"), f"org.apache.spark.deploy.{name}", *args],
-            env=_env(),
+            env=process_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -129,19 +114,6 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 daemon.wait()
 
 
-def _kstore(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "kstore.cli", *args],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "[Stage" not in done.stderr  # no console progress bars in a file
-    return done.stdout
-
-
 def _rows(folder: Path) -> list[tuple[Any, ...]]:
     table = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
     return sorted(
@@ -168,9 +140,11 @@ def test_standalone_cluster_equals_local_and_duckdb(
         conf += ["--conf", f"{key}={value}"]
     cluster = tmp_path / "cluster"
 
-    out = _kstore("spark", "ingest", "--in", str(dumps), "--out", str(cluster / "log"), *conf)
+    out = kstore_process(
+        "spark", "ingest", "--in", str(dumps), "--out", str(cluster / "log"), *conf
+    )
     assert f"ingested {len(events)} events" in out
-    _kstore(
+    kstore_process(
         "spark",
         "replay",
         "--in",
@@ -181,7 +155,7 @@ def test_standalone_cluster_equals_local_and_duckdb(
         str(cluster / "replays"),
         *conf,
     )
-    _kstore(
+    kstore_process(
         "spark",
         "metrics",
         "--in",
