@@ -37,6 +37,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from kstore.model._construct import construct
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -80,7 +81,7 @@ def stamp(
         "at": at,
         "data": data,
     }
-    return Event.model_construct(**fields) if trusted else Event(**fields)
+    return construct(Event, **fields) if trusted else Event(**fields)
 
 
 class Writer:

@@ -1,0 +1,74 @@
+"""``model_construct`` at a fraction of its cost, for models a producer builds by the million.
+
+Pydantic's ``model_construct`` walks every field (aliases, defaults) on each call: a
+simulation's events and their data were a seventh of its time. ``construct`` does the
+same with a template of the class's defaults made once: the instance's ``__dict__``
+has the same keys in the same (field) order, the same values and the same set of
+fields given, so it is equal to, dumps and compares as ``model_construct``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["construct"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_UNSET: Any = object()
+"""A field of the template that a call must give (required, or with a default factory)."""
+
+_IMMUTABLE = (type(None), bool, int, float, str, bytes)
+
+_templates: dict[type[BaseModel], tuple[dict[str, Any], int]] = {}
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], int] | None:
+    """Each field's plain default (``_UNSET`` for the others), and how many fields;
+    ``None`` for a model that ``construct`` does not cover (private attributes, a root
+    model, a post-init hook, extra fields allowed, aliases, a mutable default)."""
+    if (
+        cls.__private_attributes__
+        or cls.__pydantic_root_model__
+        or cls.__pydantic_post_init__
+        or cls.model_config.get("extra") == "allow"
+    ):
+        return None
+    template: dict[str, Any] = {}
+    for name, field in cls.__pydantic_fields__.items():
+        if field.alias not in (None, name) or field.validation_alias not in (None, name):
+            return None
+        if field.is_required() or field.default_factory is not None:
+            template[name] = _UNSET
+        elif isinstance(field.default, _IMMUTABLE):  # shared by every instance
+            template[name] = field.default
+        else:
+            return None
+    return template, len(template)
+
+
+def construct(cls: type[M], **values: Any) -> M:
+    """``cls.model_construct(**values)``, made faster for ``values`` that give every
+    required field and every field with a default factory (else it is that call)."""
+    known = _templates.get(cls)
+    if known is None:
+        made = _template(cls)
+        if made is None:
+            return cls.model_construct(**values)
+        known = _templates[cls] = made
+    template, size = known
+    fields = template.copy()
+    fields.update(values)
+    if len(fields) != size or _UNSET in fields.values():
+        return cls.model_construct(**values)  # an unknown name, or a field not given
+    model = _new(cls)
+    _set(model, "__dict__", fields)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model

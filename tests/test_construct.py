@@ -1,0 +1,86 @@
+"""``construct`` builds the very model ``model_construct`` builds, faster."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from kstore.assignors import MemberSubscription
+from kstore.model import (
+    AssignmentCompleted,
+    Event,
+    MemberJoined,
+    MemberLeft,
+    MemberReplaced,
+    RebalanceStarted,
+    SubscriptionChanged,
+    TopicChanged,
+)
+from kstore.model._construct import construct
+
+AT = datetime(2026, 11, 26, tzinfo=UTC)
+
+CASES: list[tuple[type[BaseModel], dict[str, Any]]] = [
+    (TopicChanged, {"topic": "t", "partitions": 3}),
+    (TopicChanged, {"racks": [["r1"]], "partitions": 1, "topic": "t"}),  # any order
+    (MemberJoined, {"member_id": "m", "topics": ["t"], "rack": None, "session_timeout_ms": 1}),
+    (MemberLeft, {"member_id": "m", "reason": "leave"}),
+    (MemberReplaced, {"old_member_id": "a", "new_member_id": "b", "instance_id": "i"}),
+    (SubscriptionChanged, {"member_id": "m", "topics": []}),
+    (RebalanceStarted, {"generation": 2, "reason": "r"}),
+    (AssignmentCompleted, {"generation": 1, "strategy": "range", "assignment": {"m": [("t", 0)]}}),
+    (MemberSubscription, {"topics": ["t"], "owned": [], "generation": None}),
+    (
+        Event,
+        {
+            "event_id": "e",
+            "cluster": "c",
+            "group": "g",
+            "timeline": "t",
+            "at": AT,
+            "data": MemberLeft(member_id="m", reason="leave"),
+        },
+    ),
+    (
+        Event,
+        {
+            "event_id": "e",
+            "group": "g",
+            "at": AT,
+            "data": MemberLeft(member_id="m", reason="leave"),
+        },
+    ),
+]
+
+
+def _parts(model: BaseModel) -> tuple[object, ...]:
+    return (
+        type(model),
+        list(model.__dict__.items()),  # the same keys in the same order
+        model.model_fields_set,
+        model.__pydantic_extra__,
+        model.__pydantic_private__,
+    )
+
+
+@pytest.mark.parametrize(("cls", "values"), CASES)
+def test_construct_is_model_construct(cls: type[BaseModel], values: dict[str, Any]) -> None:
+    made = construct(cls, **values)
+    assert _parts(made) == _parts(cls.model_construct(**values))
+    assert made == cls.model_construct(**values)
+    assert made.model_dump_json() == cls.model_construct(**values).model_dump_json()
+
+
+def test_construct_falls_back_where_a_field_is_missing_or_unknown() -> None:
+    # Event's id has a default factory: without it, model_construct makes one.
+    made = construct(Event, group="g", at=AT, data=MemberLeft(member_id="m", reason="leave"))
+    assert len(made.event_id) == 36
+    assert _parts(construct(MemberLeft, member_id="m")) == _parts(
+        MemberLeft.model_construct(member_id="m")
+    )
+    assert _parts(construct(MemberLeft, member_id="m", reason="leave", other=1)) == _parts(
+        MemberLeft.model_construct(member_id="m", reason="leave", other=1)
+    )
