@@ -16,6 +16,7 @@ modelled.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
@@ -51,6 +52,14 @@ def to_int32(value: int) -> int:
 
 
 _string_hash_cache: dict[str, int] = {}
+_powers: list[tuple[int, ...]] = [()]
+"""``_powers[n]``: 31 ** (n - 1 - i) mod 2 ** 32 for each place i of an n-unit string."""
+
+
+def _weights(n: int) -> tuple[int, ...]:
+    while len(_powers) <= n:
+        _powers.append((*(p * 31 & _MASK32 for p in _powers[-1]), 1))
+    return _powers[n]
 
 
 def string_hash(s: str) -> int:
@@ -58,15 +67,13 @@ def string_hash(s: str) -> int:
     cached = _string_hash_cache.get(s)
     if cached is not None:
         return cached
-    h = 0
+    # h = sum of unit[i] * 31 ** (n - 1 - i), mod 2 ** 32: one C-level pass.
     if s.isascii():
-        for ch in s.encode("ascii"):
-            h = (31 * h + ch) & _MASK32
+        units: bytes | list[int] = s.encode("ascii")
     else:
-        data = s.encode("utf-16-be")
-        for i in range(0, len(data), 2):
-            h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
-    result = to_int32(h)
+        data = s.encode("utf-16-be", "surrogatepass")
+        units = [(data[i] << 8) | data[i + 1] for i in range(0, len(data), 2)]
+    result = to_int32(sum(map(operator.mul, units, _weights(len(units)))) & _MASK32)
     if len(_string_hash_cache) < 1_000_000:
         _string_hash_cache[s] = result
     return result

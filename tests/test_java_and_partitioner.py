@@ -37,6 +37,7 @@ def test_string_hash_matches_java() -> None:
     assert string_hash("polygenelubricants") == -(2**31)
     assert string_hash("é") == 0xE9
     assert string_hash("😀") == 31 * 0xD83D + 0xDE00  # two UTF-16 code units
+    assert string_hash("\ud800x") == 31 * 0xD800 + ord("x")  # a lone surrogate, as Java
 
 
 @given(st.text(max_size=40))

@@ -36,6 +36,7 @@ from typing import Literal
 
 from kstore._java import HashSetOrder, hash_order, string_hash
 from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition, assign
+from kstore.model._construct import construct
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -157,7 +158,8 @@ class ClassicGroupSim(GroupSim):
         member_id = self.classic_member_id(spec)
         self.bind(client, member_id)
         self.emit(
-            MemberJoined.model_construct(
+            construct(
+                MemberJoined,
                 member_id=member_id,
                 topics=list(spec.topics),
                 instance_id=spec.instance_id,
@@ -185,7 +187,7 @@ class ClassicGroupSim(GroupSim):
             self.release(client, client.owned)
             self.bind(client, None)
         member = self.state.members[member_id]
-        self.emit(MemberLeft.model_construct(member_id=member_id, reason=left))
+        self.emit(construct(MemberLeft, member_id=member_id, reason=left))
         self.protocol_counts.subtract(member.protocols or ())
         self.queue.cancel(f"expire:{member_id}")
         self.order.remove(member_id)
@@ -237,9 +239,7 @@ class ClassicGroupSim(GroupSim):
         initial = self.phase == EMPTY
         self.previous_phase, self.phase = self.phase, PREPARING
         self.emit(
-            RebalanceStarted.model_construct(
-                generation=(self.state.generation or 0) + 1, reason=reason
-            )
+            construct(RebalanceStarted, generation=(self.state.generation or 0) + 1, reason=reason)
         )
         if initial:
             delay = self.settings.initial_rebalance_delay_ms
@@ -296,7 +296,8 @@ class ClassicGroupSim(GroupSim):
         generation = (self.state.generation or 0) + 1
         if not self.state.members:
             self.emit(
-                AssignmentCompleted.model_construct(
+                construct(
+                    AssignmentCompleted,
                     generation=generation,
                     strategy=self.state.strategy or "",
                     assignment={},
@@ -311,7 +312,8 @@ class ClassicGroupSim(GroupSim):
         )
         result = assign(self._request(strategy))
         self.emit(
-            AssignmentCompleted.model_construct(
+            construct(
+                AssignmentCompleted,
                 generation=generation,
                 strategy=strategy,
                 assignment=dict(result.assignment),
@@ -392,20 +394,19 @@ class ClassicGroupSim(GroupSim):
     def _learn_rebalance(self, clients: list[Client]) -> None:
         """REBALANCE_IN_PROGRESS on each client's next heartbeat, its JoinGroup from its
         next poll."""
+        # Every member of every rebalance passes through here: ``next_tick`` and
+        # ``connected`` inline.
         now, interval, poll = self.now, self.heartbeat_interval(), self.settings.poll_ms
-        next_tick = self.next_tick
-        self.queue.schedule_each(
-            [
-                (
-                    max(next_tick(c, now, interval), c.busy_until) + poll,
-                    f"rejoin:{c.spec.name}",
-                    (c, c.life),
+        entries = []
+        for c in clients:
+            if c.alive and now >= c.cut_until:
+                phase = c.phase
+                tick = phase + max(-((phase - now) // interval), 0) * interval
+                busy = c.busy_until
+                entries.append(
+                    ((tick if tick > busy else busy) + poll, f"rejoin:{c.spec.name}", (c, c.life))
                 )
-                for c in clients
-                if c.connected(now)
-            ],
-            self._rejoin_rebalancing,
-        )
+        self.queue.schedule_each(entries, self._rejoin_rebalancing)
 
     def _rejoin_rebalancing(self, due: Iterator[tuple[Client, int]]) -> None:
         self._rejoin_each(due, _REBALANCING)
@@ -418,8 +419,10 @@ class ClassicGroupSim(GroupSim):
         # Every member of every rebalance passes through here: the join phase's common
         # case (the member parks until all have joined) is done without further calls.
         queue, eager = self.queue, self.protocol_name == "eager"
+        release = self.ledger.release
         for client, life in due:
-            if client.life != life or not client.connected(queue.now):
+            now = queue.now
+            if client.life != life or not client.alive or now < client.cut_until:
                 continue
             member_id = client.member_id
             members = self.state.members
@@ -427,7 +430,8 @@ class ClassicGroupSim(GroupSim):
                 self._schedule_rejoin_as_new(client)
                 continue
             if eager and client.owned:
-                self.release(client, client.owned)
+                release(member_id, client.owned, now)
+                client.owned = set()
             if self.phase != PREPARING:
                 self._join_existing(client, member_id, client_reason, metadata_changed=False)
                 continue
@@ -515,8 +519,8 @@ class ClassicGroupSim(GroupSim):
             self.bind(old_client, None)
             self.halt(old_client)
         self.emit(
-            MemberReplaced.model_construct(
-                old_member_id=old, new_member_id=new, instance_id=spec.instance_id
+            construct(
+                MemberReplaced, old_member_id=old, new_member_id=new, instance_id=spec.instance_id
             )
         )
         self.ledger.rename(old, new)
@@ -531,7 +535,7 @@ class ClassicGroupSim(GroupSim):
             self.awaiting.discard(old)
         topics_changed = tuple(previous.topics) != spec.topics
         if topics_changed:
-            self.emit(SubscriptionChanged.model_construct(member_id=new, topics=list(spec.topics)))
+            self.emit(construct(SubscriptionChanged, member_id=new, topics=list(spec.topics)))
         if self.phase == PREPARING:
             self.awaiting.add(new)
             self._maybe_complete()
@@ -585,7 +589,7 @@ class ClassicGroupSim(GroupSim):
             return
         if self.protocol_name == "eager":
             self.release(client, client.owned)
-        self.emit(SubscriptionChanged.model_construct(member_id=member_id, topics=list(new)))
+        self.emit(construct(SubscriptionChanged, member_id=member_id, topics=list(new)))
         self._join_existing(
             client,
             member_id,

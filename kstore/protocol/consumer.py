@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Literal
 
 from kstore.assignors import TopicPartition, assign
+from kstore.model._construct import construct
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -101,10 +102,11 @@ class ConsumerGroupSim(GroupSim):
 
     def _bump(self, reason: str) -> None:
         epoch = self.group_epoch + 1
-        self.emit(RebalanceStarted.model_construct(generation=epoch, reason=reason))
+        self.emit(construct(RebalanceStarted, generation=epoch, reason=reason))
         result = assign(self.state.to_request(self.strategy))
         self.emit(
-            AssignmentCompleted.model_construct(
+            construct(
+                AssignmentCompleted,
                 generation=epoch,
                 strategy=self.strategy,
                 assignment=dict(result.assignment),
@@ -249,7 +251,8 @@ class ConsumerGroupSim(GroupSim):
         member_id = client.member_id or self.consumer_member_id()
         self.bind(client, member_id)
         self.emit(
-            MemberJoined.model_construct(
+            construct(
+                MemberJoined,
                 member_id=member_id,
                 topics=list(spec.topics),
                 instance_id=spec.instance_id,
@@ -268,8 +271,11 @@ class ConsumerGroupSim(GroupSim):
         assert client.spec.instance_id is not None
         new = self.consumer_member_id()
         self.emit(
-            MemberReplaced.model_construct(
-                old_member_id=old, new_member_id=new, instance_id=client.spec.instance_id
+            construct(
+                MemberReplaced,
+                old_member_id=old,
+                new_member_id=new,
+                instance_id=client.spec.instance_id,
             )
         )
         self.ledger.rename(old, new)
@@ -287,7 +293,7 @@ class ConsumerGroupSim(GroupSim):
             self.release(client, client.owned)
             # A consumer-protocol client keeps its member id and rejoins at epoch 0.
             self._schedule_heartbeat(client)
-        self.emit(MemberLeft.model_construct(member_id=member_id, reason=left))
+        self.emit(construct(MemberLeft, member_id=member_id, reason=left))
         self.epochs.pop(member_id, None)
         for key in (f"expire:{member_id}", f"revoke-timeout:{member_id}"):
             self.queue.cancel(key)
@@ -336,9 +342,7 @@ class ConsumerGroupSim(GroupSim):
         if tuple(self.state.members[member_id].topics) == client.spec.topics:
             return
         self.emit(
-            SubscriptionChanged.model_construct(
-                member_id=member_id, topics=list(client.spec.topics)
-            )
+            construct(SubscriptionChanged, member_id=member_id, topics=list(client.spec.topics))
         )
         self._bump(f"member {member_id} changed its subscription")
         self._reconcile(client, member_id)

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from kstore._errors import KstoreError
 from kstore.assignors import TopicPartition
+from kstore.model._construct import construct
 from kstore.model.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
 from kstore.model.fold import GroupState
 from kstore.model.ids import uuid5_bytes, uuid_text
@@ -108,6 +109,8 @@ class GroupSim:
         """Running clients' names -> when each was first started (its place in ``clients``)."""
         self._stored = list(stored)
         self._ids = 0
+        self._name = str(stream)
+        """The first part of each event's id (``event_id(stream, version)``), made once."""
 
     # --- events ----------------------------------------------------------------------
 
@@ -126,7 +129,7 @@ class GroupSim:
         """
         version = self.state.version + 1
         # Built from values the simulation made itself: no validation on this hot path.
-        event = stamp(self.stream, self.time_at(self.now), data, self.stream, version, trusted=True)
+        event = stamp(self.stream, self.time_at(self.now), data, self._name, version, trusted=True)
         if version <= len(self._stored):
             stored = self._stored[version - 1]
             if stored.to_dict() != event.to_dict():
@@ -183,7 +186,7 @@ class GroupSim:
             raise KstoreError(
                 f"topic {topic}: Kafka cannot reduce partitions ({known} -> {partitions})"
             )
-        self.emit(TopicChanged.model_construct(topic=topic, partitions=partitions, racks=racks))
+        self.emit(construct(TopicChanged, topic=topic, partitions=partitions, racks=racks))
         self.ledger.add_topics(self.subscribed_counts(), self.now)
         if known is not None and known != partitions:
             self.on_topic_changed(topic)
