@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from kstore._errors import UsageError
@@ -39,6 +39,7 @@ from kstore._gc import cyclic_gc_paused
 from kstore.assignors import TopicPartition, assign, get_assignor
 from kstore.model.events import (
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     EventData,
     RebalanceStarted,
@@ -49,7 +50,14 @@ from kstore.model.strategies import SAME, Strategy, UnknownStrategy, flavour_of,
 from kstore.store.interface import EventStore
 from kstore.store.writer import Writer, stamp
 
-__all__ = ["DecisionCheck", "ReplayResult", "check_decisions", "replay", "replay_events"]
+__all__ = [
+    "VERDICTS",
+    "DecisionCheck",
+    "ReplayResult",
+    "check_decisions",
+    "replay",
+    "replay_events",
+]
 
 _BATCH_EVENTS = 1000
 _BATCH_ENTRIES = 1_000_000
@@ -112,6 +120,9 @@ class _Replayer:
         # subscriptions or topics came since: the source's next rebalance is that round.
         self._followed = False
         self._absorbing = False
+        # A source decision decided, not yet given: the source's not-taken-up facts of
+        # it come after it, and the replay's decision gives those members what they held.
+        self._pending: _Pending | None = None
 
     def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
         # Made of the source's validated values and the replay's own: not validated again.
@@ -159,14 +170,21 @@ class _Replayer:
             "--strategy, or give another --timeline"
         )
 
-    def finish(self) -> None:
-        """Check that the source gave every stored event (once all of it is fed)."""
+    def finish(self) -> Iterator[Event]:
+        """The replay's last events (its decision of the source's last one, if pending),
+        then a check that the source gave every stored event."""
+        while self._pending is not None:
+            yield from self._unstored(self._settle())
         if self._next is not None:
             raise self._not_a_prefix(
                 f"it holds {self._next.event_id!r} after the replay's last event"
             )
 
-    def _decide(self, source: Event, version: int, suffix: str = "") -> Event:
+    def _decide(
+        self, source: Event, version: int, suffix: str = "", kept: Iterable[str] = ()
+    ) -> Event:
+        """The strategy's decision on the state now; each member of ``kept`` (that did not
+        take it up) is given what it holds instead."""
         if self._next is not None:
             # Resuming: the stored decision is checked (all but its assignment) and folded.
             checked = AssignmentCompleted.model_construct(
@@ -188,10 +206,14 @@ class _Replayer:
             self.follow_ups += 1
         # The assignor's result is validated already and is the replay's alone: the event
         # takes its lists as they are, unchecked.
+        assignment = dict(result.assignment)
+        for member in kept:
+            if member in assignment:
+                assignment[member] = list(self.state.assignment.get(member, ()))
         data = AssignmentCompleted.model_construct(
             generation=self.generation,
             strategy=self.strategy,
-            assignment=dict(result.assignment),
+            assignment=assignment,
             protocol=self.protocol,
             source=source.timeline,
             source_version=version,
@@ -213,19 +235,60 @@ class _Replayer:
     def feed(self, source: Event, version: int) -> Iterator[Event]:
         """The replay's events for the source's next event (its stream ``version``), but
         those stored already."""
-        for event in self._outputs(source, version):
+        yield from self._unstored(self._outputs(source, version))
+
+    def _unstored(self, events: Iterable[Event]) -> Iterator[Event]:
+        for event in events:
             if self._unyielded:
                 self._unyielded -= 1
             else:
                 yield event
 
+    def _settle(self) -> Iterator[Event]:
+        """The pending decision, with what its members that did not take it up hold,
+        those facts (of the replay's generation) and, for a first round that took a
+        partition from a member, its follow-up round's start (its decision pending)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        before = self.state.assignment
+        kept = [data.member_id for _, data in pending.not_taken_up]
+        yield self._decide(pending.source, pending.version, pending.suffix, kept)
+        for fact, data in pending.not_taken_up:
+            yield self._event(fact, data.model_copy(update={"generation": self.generation}))
+        if not pending.suffix and self.protocol == "cooperative" and self._took(before):
+            self.generation += 1
+            reason = RebalanceStarted.model_construct(
+                generation=self.generation, reason="cooperative follow-up"
+            )
+            yield self._event(pending.source, reason, "/follow-up-start")
+            self._pending = _Pending(pending.source, pending.version, None, "/follow-up")
+            self._followed = True
+
     def _outputs(self, source: Event, version: int) -> Iterator[Event]:
         data = source.data
+        if isinstance(data, AssignmentNotTakenUp):
+            pending = self._pending
+            if pending is not None and data.generation == pending.generation:
+                pending.not_taken_up.append((source, data))
+            # Else it follows no decision of its generation (an odd fact that changes
+            # nothing): the replay leaves it out.
+            return
+        if self._pending is not None and not self._pending.suffix:
+            yield from self._settle()
+        # A follow-up round's decision waits for the source's next rebalance (that round,
+        # if nothing else comes first) and the facts of its members that did not take it
+        # up.
         if isinstance(data, RebalanceStarted) and self._followed:
             self._followed, self._absorbing = False, True
-        elif isinstance(data, AssignmentCompleted) and self._absorbing:
+            return
+        if isinstance(data, AssignmentCompleted) and self._absorbing:
+            assert self._pending is not None
             self._absorbing = False
-        elif isinstance(data, RebalanceStarted):
+            self._pending.generation = data.generation
+            return
+        yield from self._settle()
+        if isinstance(data, RebalanceStarted):
             self._followed = self._absorbing = False
             self.generation += 1
             yield self._event(
@@ -238,19 +301,25 @@ class _Replayer:
                 self._same_as(data)
             if self.state.rebalance is None:
                 self.generation += 1
-            before = self.state.assignment
-            yield self._decide(source, version)
-            if self.protocol == "cooperative" and self._took(before):
-                self.generation += 1
-                reason = RebalanceStarted.model_construct(
-                    generation=self.generation, reason="cooperative follow-up"
-                )
-                yield self._event(source, reason, "/follow-up-start")
-                yield self._decide(source, version, "/follow-up")
-                self._followed = True
+            self._pending = _Pending(source, version, data.generation)
         else:
             self._followed = self._absorbing = False
             yield self._event(source, data)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A source decision the replay is to decide, and the source's facts that members
+    did not take it up (which come after it)."""
+
+    source: Event
+    version: int
+    generation: int | None
+    """The source's generation (a follow-up round: of the source's rebalance it
+    absorbs, None before that comes)."""
+    suffix: str = ""
+    """``/follow-up`` for a follow-up round."""
+    not_taken_up: list[tuple[Event, AssignmentNotTakenUp]] = field(default_factory=list)
 
 
 def _flavour(data: AssignmentCompleted) -> Strategy:
@@ -261,17 +330,20 @@ def _flavour(data: AssignmentCompleted) -> Strategy:
         raise UsageError(f"--strategy same: source generation {data.generation}: {exc}") from None
 
 
-Verdict = Literal["same", "kept", "differs"]
+Verdict = Literal["same", "not-taken-up", "differs"]
+VERDICTS: tuple[Verdict, ...] = ("same", "not-taken-up", "differs")
 
 
 @dataclass(frozen=True, slots=True)
 class DecisionCheck:
     """One source decision against the strategy's answer to the same request.
 
-    ``verdict``: ``same``; ``kept`` when every member that differs holds what it owned
-    when the decision was made (it did not take the decision up: its SyncGroup failed,
-    as a broker answers a follower's SyncGroup that comes after the leader rejoined, or
-    the strategy is not the one that decided); ``differs`` otherwise.
+    ``verdict``: ``same``; ``not-taken-up`` when every member that differs is one the
+    source says did not take the decision up (an ``AssignmentNotTakenUp`` after it: its
+    SyncGroup failed, as a broker answers a follower's SyncGroup that comes after the
+    leader rejoined) and holds what it owned when the decision was made; ``differs``
+    otherwise (a member that holds what it owned without such a fact too: the log does
+    not say why).
     """
 
     generation: int
@@ -284,26 +356,50 @@ class DecisionCheck:
 def check_decisions(events: Iterable[Event], strategy: str = SAME) -> Iterator[DecisionCheck]:
     """Each ``AssignmentCompleted`` of a source stream's ``events`` (from its first) against
     ``strategy``'s answer (``same``: the flavour that decided it) to the request made of
-    the source's state just before it."""
+    the source's state just before it; the ``AssignmentNotTakenUp`` facts right after it
+    say which members did not take it up."""
     if strategy != SAME:
         get_assignor(strategy)
     state = GroupState()
+    pending: tuple[AssignmentCompleted, str, dict[str, list[TopicPartition]]] | None = None
+    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    named: set[str] = set()
     for event in events:
         data = event.data
+        if isinstance(data, AssignmentNotTakenUp):
+            if pending is not None and data.generation == pending[0].generation:
+                named.add(data.member_id)
+        elif pending is not None:
+            yield _checked(*pending, owned, named)
+            pending, named = None, set()
         if isinstance(data, AssignmentCompleted):
             name = _flavour(data).name if strategy == SAME else strategy
             owned = state.assignment
             answer = assign(state.to_request(name)).assignment
-            held = {m: [(t, p) for t, p in tps] for m, tps in data.assignment.items()}
-            differing = {
-                m: (list(answer.get(m, [])), held.get(m, []))
-                for m in sorted(set(answer) | set(held))
-                if sorted(answer.get(m, [])) != sorted(held.get(m, []))
-            }
-            kept = all(sorted(now) == sorted(owned.get(m, ())) for m, (_, now) in differing.items())
-            verdict: Verdict = "same" if not differing else "kept" if kept else "differs"
-            yield DecisionCheck(data.generation, name, verdict, differing)
+            pending = (data, name, {m: list(tps) for m, tps in answer.items()})
         state.apply(event)
+    if pending is not None:
+        yield _checked(*pending, owned, named)
+
+
+def _checked(
+    data: AssignmentCompleted,
+    name: str,
+    answer: dict[str, list[TopicPartition]],
+    owned: dict[str, tuple[TopicPartition, ...]],
+    named: set[str],
+) -> DecisionCheck:
+    held = {m: [(t, p) for t, p in tps] for m, tps in data.assignment.items()}
+    differing = {
+        m: (answer.get(m, []), held.get(m, []))
+        for m in sorted(set(answer) | set(held))
+        if sorted(answer.get(m, [])) != sorted(held.get(m, []))
+    }
+    explained = all(
+        m in named and sorted(now) == sorted(owned.get(m, ())) for m, (_, now) in differing.items()
+    )
+    verdict: Verdict = "same" if not differing else "not-taken-up" if explained else "differs"
+    return DecisionCheck(data.generation, name, verdict, differing)
 
 
 def replay_events(
@@ -325,6 +421,7 @@ def replay_events(
         replayer.warnings = warnings
     for version, event in enumerate(events, start=1):
         yield from replayer.feed(event, version)
+    yield from replayer.finish()
 
 
 @cyclic_gc_paused()
@@ -394,7 +491,9 @@ def replay(
             complete = False
             break
     if complete:
-        replayer.finish()
+        events = list(replayer.finish())
+        count += len(events)
+        writer.add(events, fold=replayer.state)
     began = time.perf_counter()
     writer.flush()
     store_seconds += time.perf_counter() - began

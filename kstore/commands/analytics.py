@@ -19,7 +19,7 @@ from rich.progress import (
 from kstore._errors import KstoreError, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
-from kstore.analytics.replay import check_decisions, replay
+from kstore.analytics.replay import VERDICTS, check_decisions, replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve, source_timeline
 from kstore.commands._output import check_format, print_rows, progress_bar
@@ -198,7 +198,8 @@ def check_group(
     output: str,
 ) -> int:
     """``replay --check``: one row per source decision (one per member where it differs),
-    a summary on stderr; 1 when any decision is not the strategy's answer."""
+    a summary on stderr; 1 when any decision is neither the strategy's answer nor one
+    the source says members did not take up."""
     check_format(output)
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
@@ -212,9 +213,9 @@ def check_group(
     columns = ["generation", "strategy", "verdict", "member", "decided", "held"]
     print_rows(columns, rows, output, title=f"{cluster}/{group}/{source}")
     verdicts = [check.verdict for check in checks]
-    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("same", "kept", "differs"))
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
     print(f"{len(checks)} decisions of {source}: {counts}", file=sys.stderr)
-    return 0 if set(verdicts) <= {"same"} else 1
+    return 0 if set(verdicts) <= {"same", "not-taken-up"} else 1
 
 
 def _timelines(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from kstore.model.events import (
     EVENT_TYPES,
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     EventData,
     EventError,
@@ -34,6 +35,7 @@ __all__ = [
     "EVENT_TYPES",
     "Applied",
     "AssignmentCompleted",
+    "AssignmentNotTakenUp",
     "Event",
     "EventData",
     "EventError",

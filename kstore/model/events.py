@@ -38,6 +38,7 @@ from kstore.model.ids import event_id
 __all__ = [
     "EVENT_TYPES",
     "AssignmentCompleted",
+    "AssignmentNotTakenUp",
     "Event",
     "EventData",
     "EventError",
@@ -197,6 +198,23 @@ class AssignmentCompleted(EventData):
         # JSON gives each partition as a list; validation makes it a tuple.
         assignment = {m: [(tp[0], tp[1]) for tp in tps] for m, tps in data["assignment"].items()}
         return super().trusted({**data, "assignment": assignment})
+
+
+class AssignmentNotTakenUp(EventData):
+    """kstore's own type: ``member_id`` did not take up the ``AssignmentCompleted`` of
+    ``generation`` (its SyncGroup failed, or it never heard of the generation), so it
+    still holds what it held before that generation, with that earlier generation.
+
+    It follows that ``AssignmentCompleted`` in its stream. The fold gives the member its
+    share of the assignment before it again (none: it holds nothing), and the next
+    assignor request its owned partitions and generation from then; kstore's recorders
+    and replays write the ``AssignmentCompleted`` with that share already.
+    """
+
+    generation: _NonNegative
+    member_id: StrictStr
+    reason: StrictStr | None = None
+    """Why, as the recorder saw it (e.g. ``called back in nothing``)."""
 
 
 def _iso_text_or_datetime(value: Any) -> Any:

@@ -9,8 +9,14 @@ it into the next assignor request, each member's ``owned`` partitions and
 The state is treated as immutable data: ``apply`` replaces the containers it changes
 and never mutates a tuple or ``Member`` in place, so ``copy`` only copies the dicts.
 
+An ``AssignmentNotTakenUp`` of the latest ``AssignmentCompleted``'s generation gives its
+member back what it held before that event (its share of the assignment before, or
+nothing), with the generation it held it in: the next request's ``owned`` and
+``generation`` for it are those, whatever the event gave it.
+
 A fold can keep a record of what it held at each event the store's projections read
-it for (``applied``: ``Applied`` per ``AssignmentCompleted`` and ``MemberReplaced``). A
+it for (``applied``: ``Applied`` per ``AssignmentCompleted``, ``MemberReplaced`` and
+``AssignmentNotTakenUp``). A
 producer that folds its own events hands that record to the store with them, so the
 store projects from it instead of folding the same events a second time.
 """
@@ -27,6 +33,7 @@ from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartiti
 from kstore.assignors._contract import check_total
 from kstore.model.events import (
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     MemberJoined,
     MemberLeft,
@@ -87,7 +94,9 @@ class Applied:
 
     ``generation`` is the state's after the event; for an ``AssignmentCompleted`` E,
     ``members`` and ``topics`` are the group at E (E changes neither) and ``previous``
-    the assignment before E; for a ``MemberReplaced`` they are left empty.
+    the assignment before E; for a ``MemberReplaced`` they are left empty; for an
+    ``AssignmentNotTakenUp``, ``previous`` is its member's share it holds again (no
+    entry: the event changed nothing).
     """
 
     event_id: str
@@ -114,6 +123,15 @@ class GroupState:
     leader: str | None = None
     assignment: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
     rebalance: Rebalance | None = None
+    held_from: dict[str, int | None] = field(default_factory=dict)
+    """Members whose share of ``assignment`` is of an earlier generation than
+    ``generation`` (they did not take the later ones up), with that generation (None:
+    they held nothing then)."""
+    previous: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    """The assignment before the latest ``AssignmentCompleted``, with its generation and
+    its ``held_from`` below: what an ``AssignmentNotTakenUp`` gives back."""
+    previous_generation: int | None = None
+    previous_held_from: dict[str, int | None] = field(default_factory=dict)
     applied: list[Applied] | None = field(default=None, compare=False, repr=False)
     """None, or the record ``apply`` adds an ``Applied`` to (see the module's doc)."""
     subscriptions: dict[
@@ -130,6 +148,7 @@ class GroupState:
             topics=dict(self.topics),
             topic_racks=dict(self.topic_racks),
             assignment=dict(self.assignment),
+            held_from=dict(self.held_from),
             applied=None,
             subscriptions={},
         )
@@ -193,14 +212,46 @@ class GroupState:
                             self.assignment,
                         )
                     )
+                self.previous, self.previous_generation = self.assignment, self.generation
+                self.previous_held_from, self.held_from = self.held_from, {}
                 self.generation = data.generation
                 self.strategy = data.strategy
                 self.protocol = data.protocol
                 self.leader = data.leader
                 self.assignment = {m: tuple(tps) for m, tps in data.assignment.items()}
                 self.rebalance = None
+            case AssignmentNotTakenUp():
+                held = self._not_taken_up(data)
+                if self.applied is not None:
+                    previous = {} if held is None else {data.member_id: held}
+                    self.applied.append(
+                        Applied(event.event_id, self.version, data.generation, previous=previous)
+                    )
             case _:
                 raise TypeError(f"no fold rule for event type {event.type}")
+
+    def _not_taken_up(self, data: AssignmentNotTakenUp) -> tuple[TopicPartition, ...] | None:
+        """The member holds its share of ``previous`` again, of its generation then
+        (a member ``previous`` did not name holds nothing, of no generation); the share,
+        or None where the event changes nothing: it is of another generation than the
+        latest ``AssignmentCompleted``'s (an odd fact), or names a member neither
+        assignment names."""
+        member = data.member_id
+        if data.generation != self.generation or (
+            member not in self.assignment and member not in self.previous
+        ):
+            return None
+        held = self.previous.get(member)
+        self.assignment = {**self.assignment, member: held or ()}  # replaced (``Applied``)
+        if held is None:
+            self.held_from[member] = None
+        else:
+            generation = self.previous_held_from.get(member, self.previous_generation)
+            if generation == self.generation:
+                self.held_from.pop(member, None)
+            else:
+                self.held_from[member] = generation
+        return held or ()
 
     def _replace_member(self, data: MemberReplaced) -> None:
         """The new id takes over the old one's membership, subscription and partitions.
@@ -235,12 +286,15 @@ class GroupState:
             }
         if self.leader == old:
             self.leader = new
+        if old in self.held_from:
+            self.held_from[new] = self.held_from.pop(old)
 
     def to_request(self, strategy: str) -> AssignmentRequest:
         """The next assignor request: today's members, each with what it owns now.
 
         ``owned`` is the member's part of the latest ``AssignmentCompleted`` and
-        ``generation`` that event's generation (``None`` for a member it did not name).
+        ``generation`` that event's generation (``None`` for a member it did not name),
+        but for a member that did not take it up (``held_from``).
 
         A decision changes few members' records and owned partitions, so a member's
         subscription is made again only when one of them changed; otherwise the one of
@@ -251,11 +305,13 @@ class GroupState:
         # checking 10,000 owned partitions again would cost as much as assigning them.
         # ``assign`` still checks the strategy; the size is checked here.
         check_total(self.topics)
-        assignment, generation, made = self.assignment, self.generation, self.subscriptions
+        assignment, latest, made = self.assignment, self.generation, self.subscriptions
+        held_from = self.held_from
         members = {}
         for member_id, member in self.members.items():
             owned = assignment.get(member_id)
             known = made.get(member_id)
+            generation = held_from.get(member_id, latest) if held_from else latest
             if known is not None and known[0] is member and known[1] == owned:
                 sub = known[2]
                 sub.__dict__["generation"] = generation if owned is not None else None
@@ -309,7 +365,13 @@ class GroupState:
             "members": {m: member.to_dict() for m, member in self.members.items()},
             "topics": dict(self.topics),
             "topic_racks": {t: [list(r) for r in racks] for t, racks in self.topic_racks.items()},
-            "assignment": {m: [list(tp) for tp in tps] for m, tps in self.assignment.items()},
+            "assignment": _shares(self.assignment),
+            "held_from": dict(self.held_from),
+            "previous": {
+                "generation": self.previous_generation,
+                "held_from": dict(self.previous_held_from),
+                "assignment": _shares(self.previous),
+            },
             "rebalance": None
             if self.rebalance is None
             else {
@@ -322,6 +384,8 @@ class GroupState:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> GroupState:
         rebalance = raw["rebalance"]
+        # Written before ``AssignmentNotTakenUp``: no member held an earlier generation's.
+        previous = raw.get("previous", {"generation": None, "held_from": {}, "assignment": {}})
         return cls(
             stream=StreamId(raw["cluster"], raw["group"], raw["timeline"])
             if raw["group"] is not None
@@ -337,9 +401,11 @@ class GroupState:
             strategy=raw["strategy"],
             protocol=raw["protocol"],
             leader=raw["leader"],
-            assignment={
-                m: tuple((tp[0], tp[1]) for tp in tps) for m, tps in raw["assignment"].items()
-            },
+            assignment=_read_shares(raw["assignment"]),
+            held_from=dict(raw.get("held_from", {})),
+            previous=_read_shares(previous["assignment"]),
+            previous_generation=previous["generation"],
+            previous_held_from=dict(previous["held_from"]),
             rebalance=None
             if rebalance is None
             else Rebalance(
@@ -348,6 +414,14 @@ class GroupState:
                 datetime.fromisoformat(rebalance["started"]),
             ),
         )
+
+
+def _shares(assignment: Mapping[str, tuple[TopicPartition, ...]]) -> dict[str, list[list[Any]]]:
+    return {m: [list(tp) for tp in tps] for m, tps in assignment.items()}
+
+
+def _read_shares(raw: dict[str, list[list[Any]]]) -> dict[str, tuple[TopicPartition, ...]]:
+    return {m: tuple((tp[0], tp[1]) for tp in tps) for m, tps in raw.items()}
 
 
 # ``MemberSubscription.model_construct`` with every field given, at a quarter of its

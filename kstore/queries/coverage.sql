@@ -8,7 +8,8 @@
 --   is a follow-up round (two decisions answer that version) and the source's next event
 --   is a RebalanceStarted, that rebalance is the same follow-up (kstore replay does not
 --   replay it again, docs/analytics.md): it, and the AssignmentCompleted right after it,
---   are answered too.
+--   are answered too. (AssignmentNotTakenUp facts, which follow a decision, are passed
+--   over in seeking the next events.)
 -- * decided_to: the version before the source's first AssignmentCompleted after
 --   `answered` (nothing before it is left to decide), or the source's last version.
 -- * source_last: the source's last version now; complete: decided_to = source_last (a
@@ -38,11 +39,14 @@ replays AS (
     WHERE source IS NOT NULL
     GROUP BY ALL
 ),
-source_events AS (
-    SELECT e.cluster, e.group_id, e.timeline, e.version, e.type
+source_events AS (  -- seq: the order of the events but AssignmentNotTakenUp
+    SELECT e.cluster, e.group_id, e.timeline, e.version, e.type,
+           row_number() OVER (PARTITION BY e.cluster, e.group_id, e.timeline
+                              ORDER BY e.version) AS seq
     FROM kstore_events e
     SEMI JOIN replays r
       ON r.cluster = e.cluster AND r.group_id = e.group_id AND r.source = e.timeline
+    WHERE e.type <> 'AssignmentNotTakenUp'
 ),
 follow_ups AS (  -- replays whose last decision is a follow-up round
     SELECT r.cluster, r.group_id, r.timeline
@@ -57,16 +61,19 @@ reach AS (
     SELECT r.cluster, r.group_id, r.timeline, r.source,
            CASE WHEN f.timeline IS NULL OR n1.type IS DISTINCT FROM 'RebalanceStarted'
                 THEN r.answered
-                WHEN n2.type = 'AssignmentCompleted' THEN r.answered + 2
-                ELSE r.answered + 1 END AS answered
+                WHEN n2.type = 'AssignmentCompleted' THEN n2.version
+                ELSE n1.version END AS answered
     FROM replays r
     LEFT JOIN follow_ups f USING (cluster, group_id, timeline)
+    LEFT JOIN source_events a
+      ON a.cluster = r.cluster AND a.group_id = r.group_id AND a.timeline = r.source
+     AND a.version = r.answered
     LEFT JOIN source_events n1
       ON n1.cluster = r.cluster AND n1.group_id = r.group_id AND n1.timeline = r.source
-     AND n1.version = r.answered + 1
+     AND n1.seq = a.seq + 1
     LEFT JOIN source_events n2
       ON n2.cluster = r.cluster AND n2.group_id = r.group_id AND n2.timeline = r.source
-     AND n2.version = r.answered + 2
+     AND n2.seq = a.seq + 2
 ),
 timelines AS (
     SELECT s.cluster, s.group_id, s.timeline,

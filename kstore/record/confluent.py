@@ -55,6 +55,7 @@ from typing import Any, Literal
 from kstore._errors import KstoreError, UsageError
 from kstore.model.events import (
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     EventData,
     MemberJoined,
@@ -69,6 +70,8 @@ from kstore.record._rdkafka_log import FACILITIES, LeaderLog
 from kstore.store.writer import stamp
 
 __all__ = [
+    "NOT_CALLED_BACK",
+    "NOT_HEARD",
     "MemberReport",
     "RecordingListener",
     "group_generation",
@@ -85,6 +88,10 @@ cooperative member whose partitions do not change, or a new one given nothing ye
 get no callback in it). ``decided``: the member led the generation and its assignor
 ran (``named``, ``decision``; only with ``RecordingListener.configure``)."""
 REPORTED_REASON = "from member reports"
+NOT_CALLED_BACK = "in the generation, called back in nothing: its SyncGroup failed"
+NOT_HEARD = "reported nothing in the generation, before and after it"
+"""``AssignmentNotTakenUp.reason``: the member reported being in the generation, or it
+never heard of it."""
 _CALLBACKS = ("assign", "revoke", "lost")
 
 TopicPartition = tuple[str, int]
@@ -532,6 +539,11 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 client=clients.pop() if len(clients) == 1 and "" not in clients else None,
             )
         )
+        if protocol_of(strategy) == "cooperative":  # eager: it revoked all, holds nothing
+            for member_id in sorted(present - called):
+                why = NOT_CALLED_BACK if member_id in last else NOT_HEARD
+                fact = AssignmentNotTakenUp(generation=generation, member_id=member_id, reason=why)
+                out.append(fact)
         # The generation's first report: later ones (a revocation ending it, a member
         # reporting late) would move the time of facts already stored under these ids.
         at = min(report.at for report in round_reports)
@@ -548,7 +560,8 @@ def _reason(missed: set[str]) -> str:
     """``RebalanceStarted.reason``: naming the members that did not take the generation
     up (called back in nothing: librdkafka calls back every member whose SyncGroup
     succeeds, so their SyncGroup failed, or they never heard of the generation); what
-    the record gives them is what they held, not what their leader decided."""
+    the record gives them is what they held, not what their leader decided. Each is
+    also an ``AssignmentNotTakenUp`` after the generation's ``AssignmentCompleted``."""
     if not missed:
         return REPORTED_REASON
     return f"{REPORTED_REASON}; not taken up by {', '.join(sorted(missed))}"

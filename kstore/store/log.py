@@ -28,6 +28,7 @@ from kstore._errors import KstoreError, UsageError
 from kstore._gc import cyclic_gc_paused
 from kstore.model.events import (
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     MemberReplaced,
     StreamId,
@@ -246,7 +247,7 @@ def _handed(
         fits = all(
             (found := records.get(event.event_id)) is not None and found.version == start + i
             for i, event in enumerate(events[stream], 1)
-            if isinstance(event.data, AssignmentCompleted | MemberReplaced)
+            if isinstance(event.data, AssignmentCompleted | MemberReplaced | AssignmentNotTakenUp)
         )
         if fits and given.state.stream == stream:
             handed[stream] = records

@@ -14,7 +14,10 @@ rows read the fold only through its ``Applied`` records: the store's own fold's
 Ownership follows the ``prev(p)`` of docs/spec/metrics.md: a partition's previous
 owner is its owner in the latest earlier ``AssignmentCompleted`` that assigned it to
 exactly one member; a double-assigned partition changes nothing; ``MemberReplaced``
-hands the old id's partitions to the new id (a row with cause ``MemberReplaced``).
+hands the old id's partitions to the new id (a row with cause ``MemberReplaced``); an
+``AssignmentNotTakenUp`` gives its member back each partition it holds again whose last
+owner is another (a row with cause ``AssignmentNotTakenUp``: none where, as kstore writes
+it, the ``AssignmentCompleted`` gave the member that share already).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from kstore.assignors import TopicPartition
-from kstore.model.events import AssignmentCompleted, Event, MemberReplaced
+from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, Event, MemberReplaced
 from kstore.model.fold import Applied, GroupState
 from kstore.store.analytics_rows import (
     ANALYTICS_COLUMNS,
@@ -71,14 +74,17 @@ class StreamHead:
 
 @dataclass(frozen=True, slots=True)
 class _Replaced:
-    """A ``MemberReplaced`` that hands ``moved`` (the old id's partitions) over."""
+    """An event that hands ``moved`` over to ``new``, each from its owner in ``old``: a
+    ``MemberReplaced`` (the old id's partitions) or an ``AssignmentNotTakenUp`` (what
+    its member holds again), the ``cause`` of its rows."""
 
     key: RowKey
     applied: Applied
     at_utc: datetime
     moved: list[TopicPartition]
-    old: str
+    old: list[str]
     new: str
+    cause: str
 
 
 class Projector:
@@ -118,9 +124,9 @@ class Projector:
         state.applied.clear()
 
     def project(self, head: StreamHead, event: Event, at_utc: datetime, applied: Applied) -> None:
-        """Add the rows of ``event``, an ``AssignmentCompleted`` or ``MemberReplaced``
-        that a fold applied as ``applied`` says (``head``'s own fold need not have:
-        only its ``last_owner`` is read and advanced)."""
+        """Add the rows of ``event``, an ``AssignmentCompleted``, ``MemberReplaced`` or
+        ``AssignmentNotTakenUp`` that a fold applied as ``applied`` says (``head``'s own
+        fold need not have: only its ``last_owner`` is read and advanced)."""
         data = event.data
         key = (*event.stream, applied.version)
         if isinstance(data, AssignmentCompleted):
@@ -132,9 +138,25 @@ class Projector:
             old, new = data.old_member_id, data.new_member_id
             if old != new:
                 moved = [tp for tp, owner in head.last_owner.items() if owner == old]
-                head.last_owner.update(dict.fromkeys(moved, new))
-                if self._log_rows:
-                    self._read.append(_Replaced(key, applied, at_utc, moved, old, new))
+                self._hand(
+                    head,
+                    _Replaced(key, applied, at_utc, moved, [old] * len(moved), new, event.type),
+                )
+        elif isinstance(data, AssignmentNotTakenUp):
+            member, last = data.member_id, head.last_owner
+            back = [
+                tp
+                for held in applied.previous.values()
+                for tp in dict.fromkeys(held)
+                if last.get(tp, member) != member
+            ]
+            owners = [last[tp] for tp in back]
+            self._hand(head, _Replaced(key, applied, at_utc, back, owners, member, event.type))
+
+    def _hand(self, head: StreamHead, handed: _Replaced) -> None:
+        head.last_owner.update(dict.fromkeys(handed.moved, handed.new))
+        if self._log_rows and handed.moved:
+            self._read.append(handed)
 
     def arrow(self, table: str) -> pa.Table:
         """The rows of ``table`` (one of ``PROJECTED``) of the events fed so far, with
@@ -187,9 +209,9 @@ def _ownership(read: list[Decision | _Replaced], entries: Entries) -> pa.Table:
         moved = [tp for _, r in replaced for tp in r.moved]
         topic = topic.extended([t for t, _ in moved])
         partition = np.concatenate([partition, np.array([p for _, p in moved], dtype=np.int64)])
-        previous = previous.extended([r.old for _, r in replaced for _ in r.moved])
+        previous = previous.extended([old for _, r in replaced for old in r.old])
         owner = owner.extended([r.new for _, r in replaced for _ in r.moved])
-        cause = cause.extended(["MemberReplaced"] * len(moved))
+        cause = cause.extended([r.cause for _, r in replaced for _ in r.moved])
         order = np.argsort(of, kind="stable")
         of, partition = of[order], partition[order]
         topic, previous, owner, cause = (c.at(order) for c in (topic, previous, owner, cause))

@@ -28,7 +28,7 @@ import pytest
 
 from kstore import __version__ as kstore_version
 from kstore.analytics.replay import replay_events
-from kstore.model import AssignmentCompleted, Event, StreamId, fold
+from kstore.model import AssignmentCompleted, AssignmentNotTakenUp, Event, StreamId, fold
 from kstore.model.strategies import SAME
 from kstore.record.confluent import read_reports
 from kstore.record.offsets_events import OffsetsEventBuilder, RawRecord
@@ -688,33 +688,42 @@ def confluent_family(
 RUN: dict[str, Any] = dict(capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
 
 
-def unsynced(reports: Path) -> set[int]:
-    """Generations in which a member was (its JoinGroup answer said so) but was called
-    back in nothing: its SyncGroup failed. Tansu does this to a follower whose SyncGroup
-    comes before a cooperative leader's rejoin (librdkafka's debug log: "SyncGroup
-    response: Broker: Group rebalance in progress"), where Kafka answers the follower
-    with the leader's assignment; the follower keeps what it held."""
-    by_member: dict[tuple[str, int], set[str]] = {}
-    for report in read_reports(reports):
-        by_member.setdefault((report.member_id, report.generation), set()).add(report.kind)
-    return {generation for (_, generation), kinds in by_member.items() if kinds == {"present"}}
-
-
 def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir: Path) -> None:
     """The live proof of the librdkafka flavours: a cooperative-sticky confluent-kafka
     group recorded on Tansu (joins, a close, a kill, a join) replays with
     ``--strategy same`` (librdkafka's cooperative-sticky, as its client says) to its
-    record, and ``compare`` puts Kafka's Java assignor beside it, which decides
-    otherwise. Exactly but from a generation in which Tansu failed a member's SyncGroup
-    (``unsynced``) until the two agree again: there the member holds what it held, not
-    what the leader decided, and the replay goes on from the leader's decision (32 runs
-    here: generations 3 and 4 of 10, the third member's join, and no other)."""
+    record, every generation, and ``compare`` puts Kafka's Java assignor beside it,
+    which decides otherwise (``replays_exactly``). Where Tansu failed a member's
+    SyncGroup, the record says the member did not take that generation up
+    (``AssignmentNotTakenUp``), and the replay's member does not take it up either."""
     events = confluent_family(broker, store, workdir, "cooperative-sticky", replay=False)
+    print(replays_exactly(store, events))
+
+
+def not_taken_up(events: list[Event]) -> dict[tuple[str, int], list[Any]]:
+    """Each ``AssignmentNotTakenUp`` of the record, (member, generation) -> its recorded
+    share then, checked to be its share in the generation before."""
+    found: dict[tuple[str, int], list[Any]] = {}
+    before: dict[str, Any] = {}
+    now: dict[str, Any] = {}
+    for event in events:
+        data = event.data
+        if isinstance(data, AssignmentCompleted):
+            before, now = now, data.to_dict()["assignment"]
+        elif isinstance(data, AssignmentNotTakenUp):
+            share = now.get(data.member_id)
+            assert share == before.get(data.member_id, []), (data, share, before)
+            found[(data.member_id, data.generation)] = share
+    return found
+
+
+def replays_exactly(store: Store, events: list[Event]) -> str:
+    """``kstore replay --strategy same`` gives every recorded assignment back, generation
+    for generation (``compare`` too: the same numbers); ``--strategy
+    cooperative-sticky`` (Kafka's Java assignor) does not, and ``compare`` shows both."""
     group = events[0].group
-    for strategy in ("same", "cooperative-sticky"):
-        subprocess.run(
-            kstore(store.path, "replay", "--group", group, "--strategy", strategy), **RUN
-        )
+    for name in ("same", "cooperative-sticky"):
+        subprocess.run(kstore(store.path, "replay", "--group", group, "--strategy", name), **RUN)
     timelines = "recorded,replay/same,replay/cooperative-sticky"
     table = subprocess.run(
         kstore(
@@ -724,31 +733,31 @@ def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir:
     )
     rows = {row["timeline"]: row for row in json.loads(table.stdout)}
     assert set(rows) == set(timelines.split(","))
+    stored = events_of(store)
 
-    def decisions(timeline: str) -> list[dict[str, Any]]:
-        stream = StreamId("default", group, timeline)
-        done = [e for e in events_of(store) if e.stream == stream]
-        return [d for d in recorded_assignments(done)]
+    def decided(timeline: str) -> list[tuple[int, dict[str, Any]]]:
+        stream = StreamId(events[0].cluster, group, timeline)
+        return [
+            (e.data.generation, e.data.to_dict()["assignment"])
+            for e in stored
+            if e.stream == stream and isinstance(e.data, AssignmentCompleted)
+        ]
 
-    recorded = decisions("recorded")
-    same = [d["assignment"] for d in decisions("replay/same")]
-    java = [d["assignment"] for d in decisions("replay/cooperative-sticky")]
-    assert {d["strategy"] for d in decisions("replay/same")} == {"librdkafka:cooperative-sticky"}
-    differing = [i for i, d in enumerate(recorded) if i >= len(same) or same[i] != d["assignment"]]
-    exact = differing[0] if differing else len(recorded)
-    # Only from a generation in which Tansu failed a SyncGroup until the two agree again.
-    missed, stretch = unsynced(workdir / "reports"), False
-    for index, done in enumerate(recorded):
-        stretch = (stretch or done["generation"] in missed) and index in differing
-        assert stretch or index not in differing, (index, recorded, same)
-    if not differing:
-        assert rows["replay/same"] | {"timeline": ""} == rows["recorded"] | {"timeline": ""}
-    assert exact >= 3, (recorded, same)  # at least the first join, the second and its follow-up
-    # Kafka's Java assignor keeps an owner's first partitions where librdkafka keeps its last.
-    assert java[:exact] != same[:exact]
-    print(
-        f"librdkafka group: {len(recorded)} generations, the replay differs in "
-        f"{[recorded[i]['generation'] for i in differing]} (a SyncGroup failed)"
+    recorded, same, java = (decided(t) for t in timelines.split(","))
+    differing = [
+        (generation, assignment, same[i][1] if i < len(same) else None)
+        for i, (generation, assignment) in enumerate(recorded)
+        if i >= len(same) or same[i][1] != assignment
+    ]
+    assert not differing and len(same) == len(recorded), differing
+    assert rows["replay/same"] | {"timeline": ""} == rows["recorded"] | {"timeline": ""}
+    assert rows["replay/same"]["complete"] and rows["replay/cooperative-sticky"]["complete"]
+    assert [a for _, a in java] != [a for _, a in same]
+    facts = not_taken_up(events)
+    return (
+        f"{group}: replay --strategy same gives all {len(recorded)} recorded assignments back "
+        f"({len(facts)} not taken up); Java's cooperative-sticky differs in "
+        f"{sum(a != b for (_, a), (_, b) in zip(java, same, strict=False))}"
     )
 
 

@@ -22,9 +22,13 @@ checked on its own, not from a replay's previous answer:
   reported nothing in that generation;
 - what a user runs, ``kstore replay --check``, finds every recorded assignment to be
   ``librdkafka:<strategy>``'s answer, but for members that held on to what they owned
-  (``kept``, each called back in nothing in that generation: its SyncGroup failed) and
-  where the record is not the leader's request; Kafka's Java cooperative-sticky is not
-  the answer somewhere.
+  (``not-taken-up``: the record's ``AssignmentNotTakenUp`` names each, called back in
+  nothing in that generation: its SyncGroup failed) and where the record is not the
+  leader's request; Kafka's Java cooperative-sticky is not the answer somewhere;
+- a cooperative-sticky group through joins, a close, a kill and a join replays with
+  ``kstore replay --strategy same`` to exactly its recorded assignments, every
+  generation (the replay's members did not take up what the record's did not), and
+  ``kstore compare`` puts Kafka's Java cooperative-sticky beside it.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ from tests.record.test_broker import (
     create_topic,
     events_of,
     kstore,
+    not_taken_up,
+    replays_exactly,
     wait_until,
 )
 
@@ -208,11 +214,12 @@ def replay_check(store: Store, group: str, strategy: str) -> list[dict[str, Any]
 
 def check_the_record(store: Store, events: list[Event], strategy: str, workdir: Path) -> str:
     """``check_each_decision``, and ``kstore replay --check`` on the record: each decision
-    the flavour's answer (``same``), but where a member kept what it owned (``kept``: it
-    was called back in nothing then, its SyncGroup failed) or where the record is not
-    the leader's request (there anything, and ``differs`` only there); such a ``kept``
-    member is one the record names as not having taken the generation up (its
-    ``RebalanceStarted.reason``). Where the record
+    the flavour's answer (``same``), but where a member kept what it owned
+    (``not-taken-up``: the record says so, ``AssignmentNotTakenUp``; it was called back
+    in nothing then, its SyncGroup failed) or where the record is not the leader's
+    request (there anything, and ``differs`` only there). The record's not-taken-up
+    members are those its ``RebalanceStarted.reason`` names, none called back in that
+    generation, each recorded with its share of the generation before. Where the record
     is not the leader's request, the members it is wrong about reported nothing in that
     generation. Java's cooperative-sticky differs somewhere. A line saying what was
     found."""
@@ -224,18 +231,21 @@ def check_the_record(store: Store, events: list[Event], strategy: str, workdir: 
     rows = replay_check(store, events[0].group, "same")
     assert {row["strategy"] for row in rows} == {f"librdkafka:{strategy}"}
     called_back = {(r.member_id, r.generation) for r in reports if r.kind == "assign"}
-    kept = [(row["member"], row["generation"]) for row in rows if row["verdict"] == "kept"]
-    # (Where the record is not the leader's request, it answers another question.)
-    assert not {(m, g) for m, g in kept if g not in gaps} & called_back, (kept, rows)
-    # The record says which members did not take a generation up: a `kept` there is a
-    # failed SyncGroup, not the flavour.
+    kept = [(row["member"], row["generation"]) for row in rows if row["verdict"] == "not-taken-up"]
+    # The record says which members did not take a generation up, twice: in the reason
+    # and as facts; none of them was called back then (its SyncGroup failed), and each
+    # holds what it held in the generation before.
     missed = {
         (member, event.data.generation)
         for event in events
         if isinstance(event.data, RebalanceStarted) and "not taken up by " in event.data.reason
         for member in event.data.reason.split("not taken up by ", 1)[1].split(", ")
     }
-    assert {(m, g) for m, g in kept if g not in gaps} <= missed, (kept, missed)
+    facts = not_taken_up(events)
+    cooperative = protocol_of(strategy) == "cooperative"
+    assert set(facts) == (missed if cooperative else set()), (facts, missed)
+    assert not set(facts) & called_back, (facts, called_back)
+    assert not {(m, g) for m, g in kept if g not in gaps} - set(facts), (kept, facts)
     differs = {row["generation"] for row in rows if row["verdict"] == "differs"}
     assert differs <= set(gaps), (differs, gaps, rows)
     if strategy == "cooperative-sticky":
@@ -251,10 +261,13 @@ def check_the_record(store: Store, events: list[Event], strategy: str, workdir: 
 
 def librdkafka_group(broker: Broker, store: Store, workdir: Path, strategy: str) -> str:
     """Joins, a close, a kill, a join (``confluent_family``): the record gives every
-    leader's request back."""
+    leader's request back; a cooperative-sticky one replays exactly."""
     events = confluent_family(broker, store, workdir, strategy, replay=False)
     assert check_each_decision(events, strategy, workdir)[2] == {}
-    return check_the_record(store, events, strategy, workdir)
+    found = check_the_record(store, events, strategy, workdir)
+    if protocol_of(strategy) == "cooperative":
+        found += "\n" + replays_exactly(store, events)
+    return found
 
 
 CHURN = ["kill", "close"] * 2

@@ -14,7 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstore.model import Event, fold
-from kstore.record.confluent import MemberReport, group_generation, merge_reports
+from kstore.record.confluent import (
+    NOT_CALLED_BACK,
+    MemberReport,
+    group_generation,
+    merge_reports,
+)
 from kstore.store.log import Store
 
 TP = tuple[str, int]
@@ -273,6 +278,16 @@ def test_a_killed_member_leaves_in_the_first_generation_it_is_not_in() -> None:
         "from member reports; not taken up by c",
         "from member reports",
     ]
+    # ... and an AssignmentNotTakenUp right after that generation's assignment.
+    types = [e.type for e in events]
+    fact = types.index("AssignmentNotTakenUp")
+    assert events[fact - 1].data.to_dict()["generation"] == 3
+    assert events[fact].data.to_dict() == {
+        "generation": 3,
+        "member_id": "c",
+        "reason": NOT_CALLED_BACK,
+    }
+    assert types.count("AssignmentNotTakenUp") == 1
     left = [e.data.to_dict() for e in events if e.type == "MemberLeft"]
     assert left == [{"member_id": "b", "reason": "other"}]
 

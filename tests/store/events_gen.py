@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from kstore.model import (
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     EventData,
     MemberJoined,
@@ -64,6 +65,12 @@ event_data: st.SearchStrategy[EventData] = st.one_of(
         assignment=_assignment,
         leader=st.none() | _members,
     ),
+    st.builds(
+        AssignmentNotTakenUp,
+        generation=st.integers(0, 50),
+        member_id=_members,
+        reason=st.none() | st.just("r"),
+    ),
 )
 
 
@@ -71,4 +78,10 @@ event_data: st.SearchStrategy[EventData] = st.one_of(
 def streams(draw: st.DrawFn, max_size: int = 25, **envelope: Any) -> list[Event]:
     """A stream's events, ``at`` one second apart."""
     datas = draw(st.lists(event_data, max_size=max_size))
+    latest = None
+    for i, data in enumerate(datas):  # most not-taken-up facts of the latest decision
+        if isinstance(data, AssignmentCompleted):
+            latest = data.generation
+        elif isinstance(data, AssignmentNotTakenUp) and latest is not None and draw(st.booleans()):
+            datas[i] = data.model_copy(update={"generation": latest})
     return [make_event(d, i, **envelope) for i, d in enumerate(datas)]

@@ -64,6 +64,10 @@ ONE_OF_EACH: list[tuple[str, dict[str, Any]]] = [
             "protocol": "eager",
         },
     ),
+    (
+        "AssignmentNotTakenUp",
+        {"generation": 4, "member_id": "n", "reason": "its SyncGroup failed"},
+    ),
 ]
 
 
@@ -138,6 +142,14 @@ def test_constructing_in_python() -> None:
                 {"generation": 1, "strategy": "range", "assignment": {"m": [["t"]]}},
             ),
             "data.assignment.m.0.1",
+        ),
+        (envelope("AssignmentNotTakenUp", {"generation": 1}), "data.member_id"),
+        (envelope("AssignmentNotTakenUp", {"member_id": "m"}), "data.generation"),
+        (envelope("AssignmentNotTakenUp", {"generation": -1, "member_id": "m"}), "data.generation"),
+        (envelope("AssignmentNotTakenUp", {"generation": 1, "member_id": 7}), "data.member_id"),
+        (
+            envelope("AssignmentNotTakenUp", {"generation": 1, "member_id": "m", "reason": 3}),
+            "data.reason",
         ),
         (envelope("TopicDeleted", {"topic": "t", "extra": 1}), "data.extra"),
         (envelope("TopicDeleted", {"topic": "t"}, at="2026-01-01T00:00:00"), "at"),
