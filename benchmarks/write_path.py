@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -50,16 +51,22 @@ LAST_CHUNKS = 3
 BIG_BATCH = 10
 
 
-def _kstore(store: Path, *args: str) -> float:
-    """Seconds of one ``kstore`` command in a process of its own."""
-    started = time.perf_counter()
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _kstore(store: Path, *args: str) -> tuple[float, float]:
+    """Seconds of one ``kstore`` command in a process of its own, wall and CPU (on a
+    shared machine the CPU seconds move less)."""
+    started, cpu = time.perf_counter(), _children_cpu()
     subprocess.run(
         [sys.executable, "-m", "kstore", "--store", str(store), *args],
         check=True,
         stdout=subprocess.DEVNULL,
         env=os.environ,
     )
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
 
 
 def _verdict(ok: bool) -> str:
@@ -102,26 +109,31 @@ def _append(tmp: Path, groups: int) -> float:
     store = tmp / "append.duckdb"
     Store(store).init()
     chunks = _chunks(tmp, groups)
-    rates = [count / _kstore(store, "append", str(path)) for path, count in chunks]
+    took = [_kstore(store, "append", str(path)) for path, _ in chunks]
+    rates = [count / wall for (_, count), (wall, _) in zip(chunks, took, strict=True)]
+    cpu = [seconds for _, seconds in took]
     events = sum(count for _, count in chunks)
     rate = events / sum(count / r for (_, count), r in zip(chunks, rates, strict=True))
     last = rates[-LAST_CHUNKS:]
     slower = rates[0] / (sum(last) / len(last))
-    startup = _kstore(store, "--help")
+    startup, _ = _kstore(store, "--help")
     print(
         f"kstore append ({len(chunks)} chunks of {CHUNK_GROUPS} streams x {REBALANCES} "
         f"rebalances, {events / len(chunks):,.0f} events a chunk, to {groups:,} streams): "
         f"{rate:,.0f} events/s | limit >= 10,000 ({_verdict(rate >= 10_000)}) | first chunk "
         f"{rates[0]:,.0f}/s, last {len(last)} {sum(last) / len(last):,.0f}/s: "
         f"{slower:.2f}x slower (limit <= 1.2x: {_verdict(slower <= 1.2)}) | "
-        f"kstore --help {startup:.2f} s"
+        f"kstore --help {startup:.2f} s | CPU: {events / sum(cpu):,.0f} events per CPU second, "
+        f"a chunk {cpu[0]:.2f} s first, {sum(cpu[-LAST_CHUNKS:]) / LAST_CHUNKS:.2f} s last "
+        f"{LAST_CHUNKS}; load average {os.getloadavg()[0]:.1f}"
     )
-    seconds = _kstore(store, "rebuild")
+    seconds, cpu_seconds = _kstore(store, "rebuild")
     rebuilt = events / seconds
     print(
         f"kstore rebuild of those {groups:,} streams ({events:,} events): {seconds:.2f} s, "
         f"{rebuilt:,.0f} events/s | limit >= the appends' {rate:,.0f}/s "
-        f"({_verdict(rebuilt >= rate)})"
+        f"({_verdict(rebuilt >= rate)}) | CPU {cpu_seconds:.2f} s, "
+        f"{events / cpu_seconds:,.0f} events per CPU second"
     )
     return rate
 
@@ -144,7 +156,7 @@ def _big(tmp: Path, count: int) -> None:
     for name, batch in (("the writer's batches", None), ("batches of", BIG_BATCH)):
         store = Store(tmp / f"big-{batch}.duckdb")
         store.init()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         if batch is None:  # as producers append: about 1,000,000 entries a batch
             writer = Writer(store)
             writer.add(events)
@@ -152,7 +164,7 @@ def _big(tmp: Path, count: int) -> None:
         else:
             for lo in range(0, len(events), batch):
                 store.append(events[lo : lo + batch])
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         bare, rows = bare_seconds(store.path, tmp / f"bare-{batch}.duckdb", list(TABLES))
         ratio = bare / seconds
         how = name if batch is None else f"{name} {batch}"
@@ -160,7 +172,8 @@ def _big(tmp: Path, count: int) -> None:
             f"append {count} AssignmentCompleted of {PARTITIONS:,} partitions in {how} "
             f"({rows:,} rows in all tables): kstore {rows / seconds:,.0f} rows/s | bare DuckDB "
             f"load {rows / bare:,.0f} rows/s | ratio {ratio:.2f} (limit >= 0.5: "
-            f"{_verdict(ratio >= 0.5)})"
+            f"{_verdict(ratio >= 0.5)}) | kstore {seconds:.2f} s wall, {cpu:.2f} s CPU; "
+            f"load average {os.getloadavg()[0]:.1f}"
         )
 
 
