@@ -516,7 +516,8 @@ class Store:
         expected: int | Mapping[StreamId, int] | None,
         folded: Mapping[StreamId, Folded],
     ) -> dict[StreamId, StreamHead]:
-        streams = list(dict.fromkeys(event.stream for event in batch))
+        of = [event.stream for event in batch]
+        streams = list(dict.fromkeys(of))
         if isinstance(expected, int):
             if len(streams) != 1:
                 raise UsageError("an expected version needs a batch of one stream")
@@ -535,9 +536,8 @@ class Store:
         projector = Projector()
         rows: list[tuple[Any, ...]] = []  # in the order of _EVENT_COLUMNS
         span: dict[StreamId, tuple[datetime, datetime, int]] = {}
-        for event in batch:
+        for event, stream in zip(batch, of, strict=True):
             position += 1
-            stream = event.stream
             head = heads[stream]
             at_utc, offset = _utc(event.at)
             records = handed.get(stream)
@@ -680,12 +680,13 @@ class Store:
         for page in _pages(lambda after: conn.rows(_AFTER, [after, _READ_PAGE]), _READ_PAGE):
             for row in page:
                 event = _stored(row).event
-                head = heads.get(event.stream)
+                stream = event.stream
+                head = heads.get(stream)
                 if head is None:
-                    head = heads[event.stream] = StreamHead()
+                    head = heads[stream] = StreamHead()
                 projector.feed(head, event, _utc(event.at)[0])
                 if head.state.version % SNAPSHOT_EVERY == 0:
-                    for name, value in zip(_STREAM_COLUMNS, event.stream, strict=True):
+                    for name, value in zip(_STREAM_COLUMNS, stream, strict=True):
                         snaps[name].append(value)
                     snaps["version"].append(head.state.version)
                     snaps["state"].append(head.to_json())

@@ -184,9 +184,10 @@ class Writer:
             checkpoint = CheckpointWrite(self.key, position, expected=self.saved)
         if not batch and checkpoint is None:
             return AppendResult(0, 0)
-        counts = Counter(event.stream for event in batch)
+        streams = [event.stream for event in batch]
+        counts = Counter(streams)
         expected = {s: self._versions[s] for s in counts if s in self._versions}
-        folded = self._folded(batch)
+        folded = self._folded(batch, streams)
         try:
             result = self._append(batch, expected, checkpoint, folded)
         except BaseException:
@@ -227,19 +228,17 @@ class Writer:
                     ) from None
             raise
 
-    def _folded(self, batch: list[Event]) -> dict[StreamId, Folded]:
-        """The folds of the batch's streams to hand to the store: a producer's as it is
-        (its records taken), the writer's own advanced by the batch (the only fold of
-        these events; events the store skips as stored already are folded as it would
-        have put them, as the versions are)."""
-        held = {
-            s: self._folds[s] for s in dict.fromkeys(e.stream for e in batch) if s in self._folds
-        }
+    def _folded(self, batch: list[Event], streams: list[StreamId]) -> dict[StreamId, Folded]:
+        """The folds of the batch's streams (``streams``: each event's) to hand to the
+        store: a producer's as it is (its records taken), the writer's own advanced by
+        the batch (the only fold of these events; events the store skips as stored
+        already are folded as it would have put them, as the versions are)."""
+        held = {s: self._folds[s] for s in dict.fromkeys(streams) if s in self._folds}
         own = {s: fold for s, fold in held.items() if s not in self._producer_folds}
         for fold in own.values():
             fold.applied = []
-        for event in batch:
-            mine = own.get(event.stream)
+        for event, stream in zip(batch, streams, strict=True):
+            mine = own.get(stream)
             if mine is not None:
                 mine.apply(event)
         folded = {}
