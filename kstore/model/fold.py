@@ -24,13 +24,12 @@ store projects from it instead of folding the same events a second time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition
-from kstore.assignors._contract import check_total
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -45,6 +44,9 @@ from kstore.model.events import (
     TopicDeleted,
     format_time,
 )
+
+if TYPE_CHECKING:
+    from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition
 
 __all__ = ["Applied", "GroupState", "Member", "Rebalance", "fold"]
 
@@ -301,10 +303,13 @@ class GroupState:
         the fold's previous request is given again, its generation set. A request is
         therefore to be used (assigned) before the next is made of the same fold.
         """
+        from kstore.assignors._contract import AssignmentRequest, MemberSubscription, check_total
+
         # Built without validation: every value comes from validated events, and
         # checking 10,000 owned partitions again would cost as much as assigning them.
         # ``assign`` still checks the strategy; the size is checked here.
         check_total(self.topics)
+        all_fields = _all_fields()
         assignment, latest, made = self.assignment, self.generation, self.subscriptions
         held_from = self.held_from
         members = {}
@@ -328,7 +333,7 @@ class GroupState:
                         "instance_id": member.instance_id,
                     },
                 )
-                _set(sub, "__pydantic_fields_set__", _ALL_FIELDS)
+                _set(sub, "__pydantic_fields_set__", all_fields)
                 _set(sub, "__pydantic_extra__", None)
                 _set(sub, "__pydantic_private__", None)
                 made[member_id] = (member, owned, sub)
@@ -424,12 +429,20 @@ def _read_shares(raw: dict[str, list[list[Any]]]) -> dict[str, tuple[TopicPartit
     return {m: tuple((tp[0], tp[1]) for tp in tps) for m, tps in raw.items()}
 
 
-# ``MemberSubscription.model_construct`` with every field given, at a quarter of its
-# cost: a decision builds one per member, and ``model_construct``'s per-field defaults
-# and aliases were most of a simulation's time. Every subscription shares one set of
-# field names: it names all fields, so pydantic (which only ever adds to it, and copies
-# it before a ``model_copy``) never changes it.
-_ALL_FIELDS = set(MemberSubscription.model_fields)
+@functools.cache
+def _all_fields() -> set[str]:
+    """For ``MemberSubscription.model_construct`` with every field given, at a quarter
+    of its cost: a decision builds one per member, and ``model_construct``'s per-field
+    defaults and aliases were most of a simulation's time. Every subscription shares one
+    set of field names: it names all fields, so pydantic (which only ever adds to it,
+    and copies it before a ``model_copy``) never changes it. The assignors' contract is
+    imported on first use: a fold that makes no request (``kstore append``) does without
+    its models (0.035 CPU s of every process's start-up)."""
+    from kstore.assignors._contract import MemberSubscription
+
+    return set(MemberSubscription.model_fields)
+
+
 _new = object.__new__
 _set = object.__setattr__
 

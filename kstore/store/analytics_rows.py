@@ -37,16 +37,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from itertools import chain, repeat
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import Applied
 from kstore.store.catalogue import ANALYTICS, arrow_schema, columns
+
+if TYPE_CHECKING:
+    from kstore.assignors import TopicPartition
 
 __all__ = [
     "ANALYTICS_COLUMNS",

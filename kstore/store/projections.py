@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from kstore.assignors import TopicPartition
 from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, Event, MemberReplaced
 from kstore.model.fold import Applied, GroupState
 from kstore.store.analytics_rows import (
@@ -44,6 +44,9 @@ from kstore.store.analytics_rows import (
     row_keys,
 )
 from kstore.store.catalogue import arrow_schema
+
+if TYPE_CHECKING:
+    from kstore.assignors import TopicPartition
 
 __all__ = ["PROJECTED", "Projector", "StreamHead"]
 
