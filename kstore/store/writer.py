@@ -14,7 +14,10 @@ a ``Writer`` on any ``EventStore``; the writer imports no database. It
   appends), so two writers of one stream never interleave (the second gets
   ``ConcurrencyError``, nothing stored);
 - stores the producer's checkpoint in the transaction of the batch (``flush(position)``;
-  a writer with a checkpoint flushes only when told, so no event goes in without it).
+  a writer with a checkpoint flushes only when told, so no event goes in without it);
+- made ``apart``, appends a batch in a forked copy of the process while the producer
+  goes on (``flush_apart``; a store file's appends take as long as a simulation makes
+  its events, so the two overlap on two cores).
 
 Each appended event is folded once. A producer that folds its own events (the
 simulator, replay) starts from the writer's ``fold``, which records what the
@@ -30,9 +33,15 @@ the stream; without a fold (``kstore append``) the store folds.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
+import os
+import pickle
+import signal
+import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import islice
 from typing import Any
@@ -57,6 +66,78 @@ from kstore.store.interface import (
 )
 
 __all__ = ["Writer", "stamp"]
+
+_FORKS = sys.platform == "linux"
+"""``Writer.flush_apart`` forks (and asks Linux to end the copy with its parent)."""
+
+
+class _Apart:
+    """``work()`` run in a forked copy of this process; ``result`` waits for it and gives
+    its value or raises its exception (pickled back through a pipe)."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        parent = os.getpid()
+        read, write = os.pipe()
+        self._status: int | None = None
+        self._pid = os.fork()
+        if self._pid == 0:  # the copy: it never returns from here
+            os.close(read)
+            code = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                # PR_SET_PDEATHSIG: SIGKILL this copy when its parent ends.
+                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+                if os.getppid() == parent:  # else the parent ended before the line above
+                    with os.fdopen(write, "wb") as out:
+                        out.write(_outcome(work))
+                    code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        self._read = read
+
+    def done(self) -> bool:
+        """Whether the copy has ended (without waiting)."""
+        if self._status is None:
+            pid, status = os.waitpid(self._pid, os.WNOHANG)
+            if pid == 0:
+                return False
+            self._status = status
+        return True
+
+    def kill(self) -> None:
+        """End the copy now and wait for it to be gone."""
+        os.close(self._read)
+        if self._status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+            self._status = os.waitpid(self._pid, 0)[1]
+
+    def result(self) -> Any:
+        with os.fdopen(self._read, "rb") as found:
+            payload = found.read()
+        if self._status is None:
+            self._status = os.waitpid(self._pid, 0)[1]
+        if not payload:
+            raise RuntimeError(
+                f"the process appending a batch ended (wait status {self._status}) before "
+                "it stored it"
+            )
+        ok, value = pickle.loads(payload)
+        if not ok:
+            raise value
+        return value
+
+
+def _outcome(work: Callable[[], Any]) -> bytes:
+    """``(True, work())`` or ``(False, its exception)``, pickled."""
+    try:
+        return pickle.dumps((True, work()))
+    except BaseException as exc:
+        try:
+            return pickle.dumps((False, exc))
+        except Exception:  # an exception that does not pickle: its type and text
+            return pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
 def stamp(
@@ -94,8 +175,12 @@ class Writer:
         checkpoint: str | None = None,
         batch_events: int | None = 1000,
         batch_entries: int | None = 1_000_000,
+        apart: bool = False,
     ) -> None:
         self.store = store
+        self.apart = apart
+        """``flush_apart`` appends in a forked process: for a store whose appends other
+        processes see (a file), never one in this process's memory."""
         self.batch_events = batch_events
         self.batch_entries = batch_entries
         self.key = checkpoint
@@ -108,6 +193,9 @@ class Writer:
         self._producer_folds: set[StreamId] = set()
         self._pending: list[Event] = []
         self._entries = 0
+        self._apart: (
+            tuple[_Apart, Counter[StreamId], dict[StreamId, int], dict[StreamId, Folded]] | None
+        ) = None
 
     # --- resuming -------------------------------------------------------------------------
 
@@ -178,24 +266,93 @@ class Writer:
     def flush(self, position: Any = None) -> AppendResult:
         """Append what is queued, each stream at the version expected, and ``position``
         as the checkpoint (when the writer has a key) in the same transaction."""
-        batch, self._pending, self._entries = self._pending, [], 0
+        self.wait()
+        batch, streams, counts, expected = self._taken()
         checkpoint = None
         if self.key is not None and position is not None:
             checkpoint = CheckpointWrite(self.key, position, expected=self.saved)
         if not batch and checkpoint is None:
             return AppendResult(0, 0)
-        streams = [event.stream for event in batch]
-        counts = Counter(streams)
-        expected = {s: self._versions[s] for s in counts if s in self._versions}
         folded = self._folded(batch, streams)
         try:
             result = self._append(batch, expected, checkpoint, folded)
         except BaseException:
-            for stream in folded.keys() - self._producer_folds:
-                self._folds.pop(stream, None)  # advanced by what was not stored
+            self._unfold(folded)
             raise
         if checkpoint is not None:
             self.saved = json.loads(json.dumps(position))
+        self._settle(counts, expected, result)
+        return result
+
+    def flush_apart(self) -> None:
+        """``flush`` in a forked copy of this process (a writer made ``apart``), returning
+        at once: the producer goes on while the store takes the batch, on another core.
+        The writer waits for the copy at its next flush or ``wait``, which takes its
+        result in (or raises its error, nothing of the batch stored), or ``abandon``.
+        The copy ignores Ctrl-C and dies with the producer (SIGKILL: nothing of its
+        batch is stored). Not ``apart``,
+        without ``os.fork`` (not Linux) or with a checkpoint key, it is ``flush``."""
+        self.wait()
+        if not (self.apart and _FORKS) or self.key is not None:
+            self.flush()
+            return
+        batch, streams, counts, expected = self._taken()
+        if not batch:
+            return
+        folded = self._folded(batch, streams)
+        self._apart = (
+            _Apart(lambda: self._append(batch, expected, None, folded)),
+            counts,
+            expected,
+            folded,
+        )
+
+    @property
+    def appending(self) -> bool:
+        """Whether a batch that ``flush_apart`` handed over is still being appended."""
+        return self._apart is not None and not self._apart[0].done()
+
+    def wait(self) -> None:
+        """Wait for the batch ``flush_apart`` handed to a copy of this process, if any."""
+        if self._apart is None:
+            return
+        apart, counts, expected, folded = self._apart
+        self._apart = None
+        try:
+            result = apart.result()
+        except BaseException:
+            self._unfold(folded)
+            raise
+        self._settle(counts, expected, result)
+
+    def abandon(self) -> None:
+        """End the copy appending what ``flush_apart`` handed over, if any (SIGKILL:
+        nothing of its batch is stored); for a producer that stops at once (Ctrl-C)."""
+        if self._apart is not None:
+            apart, _, _, folded = self._apart
+            self._apart = None
+            apart.kill()
+            self._unfold(folded)
+
+    def _taken(
+        self,
+    ) -> tuple[list[Event], list[StreamId], Counter[StreamId], dict[StreamId, int]]:
+        """The queued events (the queue emptied), each one's stream, their count per
+        stream, and the version this writer expects each stream it knows at."""
+        batch, self._pending, self._entries = self._pending, [], 0
+        streams = [event.stream for event in batch]
+        counts = Counter(streams)
+        expected = {s: self._versions[s] for s in counts if s in self._versions}
+        return batch, streams, counts, expected
+
+    def _unfold(self, folded: dict[StreamId, Folded]) -> None:
+        for stream in folded.keys() - self._producer_folds:
+            self._folds.pop(stream, None)  # advanced by what was not stored
+
+    def _settle(
+        self, counts: Counter[StreamId], expected: dict[StreamId, int], result: AppendResult
+    ) -> None:
+        """Take in an append's ``result``: the stored counts and the streams' versions."""
         self.stored_count += result.stored
         self.already += result.already
         for stream, count in counts.items():
@@ -205,7 +362,6 @@ class Writer:
                 # Events skipped as stored already sit where this writer would have put
                 # them (a second recorder of the same facts): the stream moved by them.
                 self._versions[stream] = expected[stream] + count
-        return result
 
     def _append(
         self,

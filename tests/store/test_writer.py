@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Collection, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -12,11 +16,13 @@ import pytest
 from kstore.model import AssignmentCompleted, MemberJoined, StreamId, TopicChanged, event_id, fold
 from kstore.model.events import content_digest
 from kstore.model.fold import GroupState
+from kstore.store._lock import store_lock
 from kstore.store.interface import CheckpointWrite, ConcurrencyError, EventStore
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
 from kstore.store.testing import T0, G, H, history
 from kstore.store.writer import Writer, stamp
+from tests.processes import alive, children
 
 
 class CountingStore(MemoryStore):
@@ -304,3 +310,63 @@ def test_two_pollers_racing_store_each_change_once(store: EventStore) -> None:
     stored = [s.event for s in store.events()]
     assert len(stored) == first.stored == 4
     assert {e.at for e in stored} == {AT}
+
+
+def test_a_batch_appended_apart_goes_in_as_a_flush_would(tmp_path: Path) -> None:
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    events = history(G, 4)  # 11 events
+    writer = Writer(store, batch_events=None, apart=True)
+    writer.add(events[:6])
+    writer.flush_apart()
+    assert writer.appending or store.version(G) == 6  # handed over, the writer goes on
+    writer.add(events[6:9])
+    writer.flush_apart()  # waits for the first batch, hands the second over
+    writer.wait()
+    assert not writer.appending
+    assert store.version(G) == 9 and writer.stored_count == 9
+    # The versions the copies stored are the writer's own: the next batch expects them.
+    other = history(G, 1, prefix="other")[:1]
+    store.append(other)
+    writer.add(events[9:])
+    writer.flush_apart()
+    with pytest.raises(ConcurrencyError):  # the copy's error, raised where it is waited for
+        writer.wait()
+    assert [s.event for s in store.events()] == [*events[:9], *other]
+    assert writer.stored_count == 9
+
+
+def test_a_copy_appending_apart_dies_with_its_producer(tmp_path: Path) -> None:
+    # A producer SIGKILLed while its copy appends: the copy ends too (nothing of its
+    # batch stored), so a resumed run finds the store as the last whole batch left it.
+    # The test holds the store's lock, so the copy is still waiting to append.
+    script = (
+        "import sys, time\n"
+        "from kstore.store.log import Store\n"
+        "from kstore.store.testing import G, history\n"
+        "from kstore.store.writer import Writer\n"
+        "writer = Writer(Store(sys.argv[1]), batch_events=None, apart=True)\n"
+        "writer.add(history(G, 4))\n"
+        "writer.flush_apart()\n"
+        "print('handed over', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    with store_lock(store.path, exclusive=True):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(store.path)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "KSTORE_LOCK_TIMEOUT": "600"},  # the copy would wait long
+        )
+        assert proc.stdout is not None and proc.stdout.readline() == "handed over\n"
+        copies = children(proc.pid)
+        assert len(copies) == 1
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while children(proc.pid) or any(alive(pid) for pid in copies):
+            assert time.monotonic() < deadline, "the copy outlived its producer"
+            time.sleep(0.02)
+    assert store.version(G) == 0
