@@ -178,7 +178,10 @@ def run_scenario(
     stored: list[Event] = []
     state = None
     if store is not None:
-        writer = Writer(store, batch_events=None)
+        from kstore.store.log import Store
+
+        # A store file's batches are appended in a forked process while the run goes on.
+        writer = Writer(store, batch_events=None, apart=isinstance(store, Store))
         stored = list(writer.stored(stream))
         state = writer.fold()
     sim = build_sim(scenario, stream, seed, stored, state)
@@ -186,7 +189,7 @@ def run_scenario(
     appended = 0
     batch_size = FLUSH_EVERY
 
-    def flush() -> None:
+    def flush(last: bool) -> None:
         nonlocal appended, batch_size
         if writer is None or not sim.emitted:
             return  # in memory, ``sim.emitted`` keeps the whole run
@@ -194,28 +197,48 @@ def run_scenario(
         if stop_after is not None:
             batch = batch[: max(stop_after - appended, 0)]
         writer.add(batch, fold=sim.state)
-        writer.flush()
+        if last or not writer.apart:
+            writer.flush()
+        else:
+            writer.flush_apart()
         appended += len(batch)
         batch_size = min(batch_size * 2, FLUSH_MOST)
+
+    def ready() -> bool:
+        """Whether to hand the events over now: apart, as soon as the last batch is
+        stored (at least ``FLUSH_EVERY`` events), so the store is kept busy and the run
+        never waits for it; else in batches growing to ``FLUSH_MOST``."""
+        if writer is not None and writer.apart:
+            return len(sim.emitted) >= FLUSH_EVERY and not writer.appending
+        return len(sim.emitted) >= batch_size
 
     driver.schedule()
     end = scenario.end
     ticks = 0
-    while sim.queue.run_next(end):
-        ticks += 1
-        if len(sim.emitted) >= batch_size:
-            flush()
-            if stop_after is not None and appended >= stop_after:
-                return RunResult(sim, stream, len(stored), appended)
-        if progress is not None and ticks % 256 == 0:
-            progress(sim.now, end)
-    sim.run_until(end)
-    if sim.state.version < len(stored):
-        raise ResumeMismatch(
-            f"timeline {stream} holds {len(stored)} events, more than this simulation writes "
-            f"({sim.state.version}); use another --timeline"
-        )
-    flush()
+    try:
+        while sim.queue.run_next(end):
+            ticks += 1
+            if ready():
+                flush(last=False)
+                if stop_after is not None and appended >= stop_after:
+                    if writer is not None:
+                        writer.wait()
+                    return RunResult(sim, stream, len(stored), appended)
+            if progress is not None and ticks % 256 == 0:
+                progress(sim.now, end)
+        sim.run_until(end)
+        if sim.state.version < len(stored):
+            raise ResumeMismatch(
+                f"timeline {stream} holds {len(stored)} events, more than this simulation "
+                f"writes ({sim.state.version}); use another --timeline"
+            )
+        flush(last=True)
+    except BaseException:
+        if writer is not None:
+            # The batch being appended apart is not stored: the store stays at the end
+            # of the last one, where a resume starts (Ctrl-C ends the run at once).
+            writer.abandon()
+        raise
     sim.finish()
     if progress is not None:
         progress(end, end)
