@@ -28,13 +28,14 @@ if TYPE_CHECKING:
 __all__ = ["RunResult", "build_sim", "initial_members", "run_scenario"]
 
 FLUSH_EVERY = 2_000
-"""Events in the run's first append; each later one takes up to twice as many as the
-one before, up to ``FLUSH_MOST``. An append is one write window on the store (kept
-short for the other writers), but each costs the store time that grows with what it
-holds already: in equal batches of 2,000, a run of 30,000 events spent more time on
-those costs than on its events (docs/simulation.md#speed)."""
+"""Events an append takes at least. Into a store file, a batch is handed to a forked
+copy that appends it while the run goes on, as soon as the last batch is stored (so
+batches grow while the store is the slower). Into another store (in this process's
+memory), the run's first append takes this many and each later one up to twice as
+many as the one before, up to ``FLUSH_MOST``: each append costs time that grows with
+what the store holds (docs/simulation.md#speed)."""
 FLUSH_MOST = 16_000
-"""Events per append at most."""
+"""Events per append at most, into a store that is not appended apart."""
 
 
 @dataclass(frozen=True, slots=True)
