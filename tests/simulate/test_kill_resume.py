@@ -68,7 +68,7 @@ def _kill_part_way(db: Path, sig: signal.Signals) -> int:
         _command(db),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=dict(os.environ),
+        env={**os.environ, "KSTORE_APPEND_APART": "1"},
         # A shell's background job ignores SIGINT, and Python keeps it ignored then.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )

@@ -126,3 +126,31 @@ def test_appends_grow_to_a_cap(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.approx(200, abs=5),
     ]
     assert all(300 <= n <= 305 for n in full[3:]) and len(full) > 4
+
+
+def test_appending_apart_stores_what_appending_in_process_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Into a store file, batches are appended by a forked copy while the run goes on
+    # (KSTORE_APPEND_APART=1) or by the run itself (0): the log and every table the
+    # store derives are the same, but where the fold's snapshots fall (per append).
+    monkeypatch.setattr(runner, "FLUSH_EVERY", 100)
+    scenario = generate("steady-churn", members=8, steps=400, seed=3)
+    tables: dict[str, list[Any]] = {}
+    for apart in ("1", "0"):
+        monkeypatch.setenv("KSTORE_APPEND_APART", apart)
+        store = Store(tmp_path / f"apart-{apart}.duckdb")
+        store.init()
+        result = run_scenario(scenario, store=store, timeline="sim/x", seed=3)
+        assert result.appended > 5 * runner.FLUSH_EVERY  # several batches
+        names = [
+            row[0]
+            for row in store.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_name LIKE "
+                "'kstore_%' AND table_name <> 'kstore_snapshots' ORDER BY 1"
+            ).rows
+        ]
+        tables[apart] = [_stored(store, "sim/x")] + [
+            store.query(f"SELECT * FROM {name} ORDER BY ALL").rows for name in names
+        ]
+    assert tables["1"] == tables["0"]
