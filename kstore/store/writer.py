@@ -79,12 +79,16 @@ class _Apart:
         parent = os.getpid()
         read, write = os.pipe()
         self._status: int | None = None
+        # Ctrl-C is held back over the fork: raised inside it, in the handlers modules
+        # register to run at a fork (logging's), it would be printed and lost.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         self._pid = os.fork()
         if self._pid == 0:  # the copy: it never returns from here
             os.close(read)
             code = 1
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 # PR_SET_PDEATHSIG: SIGKILL this copy when its parent ends.
                 ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
                 if os.getppid() == parent:  # else the parent ended before the line above
@@ -94,7 +98,8 @@ class _Apart:
             finally:
                 os._exit(code)
         os.close(write)
-        self._read = read
+        self._read: int | None = read
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def done(self) -> bool:
         """Whether the copy has ended (without waiting)."""
@@ -106,27 +111,36 @@ class _Apart:
         return True
 
     def kill(self) -> None:
-        """End the copy now and wait for it to be gone."""
-        os.close(self._read)
+        """End the copy now (if it has not ended) and wait for it to be gone."""
+        self._close()
         if self._status is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
             self._status = os.waitpid(self._pid, 0)[1]
 
     def result(self) -> Any:
-        with os.fdopen(self._read, "rb") as found:
-            payload = found.read()
+        """The copy's value, once it ended; its exception raised."""
+        assert self._read is not None, "the copy's result was read already"
+        chunks = []
+        while chunk := os.read(self._read, 1 << 16):
+            chunks.append(chunk)
+        self._close()
         if self._status is None:
             self._status = os.waitpid(self._pid, 0)[1]
-        if not payload:
+        if not chunks:
             raise RuntimeError(
                 f"the process appending a batch ended (wait status {self._status}) before "
                 "it stored it"
             )
-        ok, value = pickle.loads(payload)
+        ok, value = pickle.loads(b"".join(chunks))
         if not ok:
             raise value
         return value
+
+    def _close(self) -> None:
+        if self._read is not None:
+            os.close(self._read)
+            self._read = None
 
 
 def _outcome(work: Callable[[], Any]) -> bytes:
@@ -316,13 +330,13 @@ class Writer:
         """Wait for the batch ``flush_apart`` handed to a copy of this process, if any."""
         if self._apart is None:
             return
-        apart, counts, expected, folded = self._apart
-        self._apart = None
+        apart, counts, expected, _ = self._apart
         try:
             result = apart.result()
         except BaseException:
-            self._unfold(folded)
+            self.abandon()  # interrupted while waiting (Ctrl-C): the copy ends too
             raise
+        self._apart = None
         self._settle(counts, expected, result)
 
     def abandon(self) -> None:
