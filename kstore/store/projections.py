@@ -162,8 +162,9 @@ class Projector:
             self._read.append(handed)
 
     def arrow(self, table: str) -> pa.Table:
-        """The rows of ``table`` (one of ``PROJECTED``) of the events fed so far, with
-        the catalogue's types."""
+        """The rows of ``table`` (one of ``PROJECTED``) of the events fed so far: numbers
+        and times of the catalogue's types, text as Arrow dictionary arrays of it (no
+        rows: the catalogue's schema)."""
         if self._read:
             made = self._made()
             self._read, self._entries = [], 0
