@@ -203,12 +203,13 @@ def check_each_decision(
 
 
 def replay_check(store: Store, group: str, strategy: str) -> list[dict[str, Any]]:
-    """``kstore replay --check --format jsonl``'s rows (exit 0: all same, 1: not)."""
+    """``kstore replay --check --format jsonl``'s rows (exit 0: all ``same`` or
+    ``not-taken-up``, 1: some ``differs``)."""
     command = kstore(store.path, "replay", "--group", group, "--check", "--strategy", strategy)
     done = subprocess.run([*command, "--format", "jsonl"], **RUN | {"check": False})
     assert done.returncode in (0, 1), done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
-    assert done.returncode == int(any(row["verdict"] != "same" for row in rows))
+    assert done.returncode == int(any(row["verdict"] == "differs" for row in rows))
     return rows
 
 
@@ -254,7 +255,7 @@ def check_the_record(store: Store, events: list[Event], strategy: str, workdir: 
         assert any(row["verdict"] == "differs" for row in java), java
     return (
         f"{events[0].group}: {runs} leader runs, each kstore's answer; {count} recorded; "
-        f"replay --check: {len(kept)} kept, {len(differs)} differs; the record is not the "
+        f"replay --check: {len(kept)} not-taken-up, {len(differs)} differs; the record is not the "
         f"leader's request in {len(gaps)} ({len(unseen)} members unseen)"
     )
 
