@@ -76,3 +76,18 @@ def test_a_fact_of_no_decision_is_left_out(store: Store) -> None:
     replay(store, group="g", strategy="same")
     assert not any(isinstance(e.data, AssignmentNotTakenUp) for e in _replayed(store))
     assert _assignments(store, "replay/same") == _assignments(store, "recorded")
+
+
+def test_the_replays_tables_are_the_rebuilds(store: Store) -> None:
+    """The replay hands its fold's records (the facts' too) to the store: the tables it
+    projects are those a rebuild derives; as kstore writes the facts, none moves a
+    partition."""
+    store.append(_said_twice())
+    for strategy in ("same", "cooperative-sticky"):
+        replay(store, group="g", strategy=strategy)
+    tables = ("kstore_assignments", "kstore_ownership", "kstore_topic_stats")
+    before = [store.query(f"SELECT * FROM {t} ORDER BY ALL").rows for t in tables]
+    store.rebuild()
+    assert [store.query(f"SELECT * FROM {t} ORDER BY ALL").rows for t in tables] == before
+    causes = store.query("SELECT DISTINCT cause FROM kstore_ownership").rows
+    assert causes == [("AssignmentCompleted",)]
