@@ -23,6 +23,7 @@ from kstore.spark._ingest import ingest_dumps
 from kstore.spark._replay import write_replays
 from kstore.spark._schema import LogRow, arrow_to_events
 from kstore.store.log import Store
+from tests.analytics.test_replay_not_taken_up import _said_twice
 from tests.spark.metrics_contract import comparable
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
@@ -114,6 +115,7 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
     store = Store(tmp_path / "kstore.duckdb")
     store.init()
     store.append(fleet(4, 12, seed=5))
+    store.append(_said_twice())  # group g: members that did not take a round up
     export_store(store, tmp_path / "log")
     strategies = ["sticky", "cooperative-sticky", "optimal", "same"]
     count = write_replays(read_log(spark, [tmp_path / "log"]), strategies, tmp_path / "out")
@@ -131,6 +133,8 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
             ours = replayed[target]
             assert [(r.version, r.event) for r in ours] == [(s.version, s.event) for s in theirs]
             assert any(r.event.type == "AssignmentCompleted" for r in ours)
+            if source.group == "g":
+                assert any(r.event.type == "AssignmentNotTakenUp" for r in ours)
     # A folder per cluster, not per group (a file, a checksum and chmods per group cost
     # more than replaying it); each group's replays whole in one file.
     files: dict[str, set[Path]] = defaultdict(set)
