@@ -11,6 +11,13 @@ and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do; the
 source's next rebalance, if nothing changing membership, subscriptions or topics comes
 before it, is that follow-up and is not replayed as another.
 
+The source's ``AssignmentNotTakenUp`` facts are read as well: a member that did not take
+up a source decision does not take up the replay's decision of that rebalance either.
+The replay's decision gives it what it holds in the replay, and the fact follows, with
+the replay's generation. So a decision is made once its facts are seen (at the source's
+next other event), and a follow-up round once the source's round it absorbs and that
+round's facts are.
+
 Each decision names its source timeline and the version of the source's
 ``AssignmentCompleted`` it answers (``source``, ``source_version``), so the log itself
 says up to which source version a replay has decided (queries/coverage.sql).
@@ -20,7 +27,8 @@ source's assignments the strategy's answer to the request of its own moment? Eac
 decision is made on the source's state just before it (its members, subscriptions and
 what they held in the source's previous assignment), never on an earlier answer of the
 check's, so one assignment the group did not take up (a member whose SyncGroup failed
-keeps what it held) shows in that rebalance only.
+keeps what it held) shows in that rebalance only, as ``not-taken-up`` where the source
+says so (``AssignmentNotTakenUp``).
 
 The replay is deterministic (its event ids too), so an interrupted one is resumed: the
 target's stored events are checked against the replay's, event for event, and folded
