@@ -42,8 +42,8 @@ FLUSH_MOST = 16_000
 def _core_free() -> bool:
     """Whether to append a store file's batches in a forked process while the run goes
     on: ``KSTORE_APPEND_APART`` 1 or 0, else when a core is idle (the load average a
-    core below the machine's count). The copy's appends cost about a fifth more CPU
-    than the same appends in the run's process (more, smaller batches; pages copied on
+    core below the machine's count). Appending apart costs a quarter to two fifths more
+    CPU than appending in the run's process (more, smaller batches; pages copied on
     write), which a busy machine pays in wall time too."""
     forced = os.environ.get("KSTORE_APPEND_APART")
     if forced in ("0", "1"):
