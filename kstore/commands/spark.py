@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kstore._errors import UsageError
-from kstore.spark._session import build_session, parse_conf, progress_line
+from kstore.spark._session import build_session, fit_jvm, parse_conf, progress_line
 
 __all__ = ["export_parquet", "spark_ingest", "spark_metrics", "spark_replay"]
 
@@ -30,12 +30,12 @@ def export_parquet(store: Path, out: Path) -> None:
 
 
 @contextmanager
-def _session(master: str | None, conf: Sequence[str]) -> Iterator[Any]:
-    """A session for one command; one that was running already (a notebook's, a test's)
-    is used and left running."""
+def _session(master: str | None, conf: Sequence[str], inputs: Sequence[str]) -> Iterator[Any]:
+    """A session for one command reading ``inputs``; one that was running already (a
+    notebook's, a test's) is used and left running."""
     from pyspark.sql import SparkSession
 
-    settings = parse_conf(conf)
+    settings = fit_jvm(master, parse_conf(conf), inputs)
     running = SparkSession.getActiveSession()
     spark = build_session(master, settings)
     try:
@@ -51,7 +51,7 @@ def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequ
 
     if not dumps:
         raise UsageError("--in: name at least one dump file or folder")
-    with _session(master, conf) as spark:
+    with _session(master, conf, dumps) as spark:
         result = ingest_dumps(spark, list(dumps), out)
     print(
         f"ingested {result.events} events into {out / 'events'}; "
@@ -80,7 +80,7 @@ def spark_replay(
 
     names = _strategies(strategies)
     warnings: list[str] = []
-    with _session(master, conf) as spark:
+    with _session(master, conf, folders) as spark:
         count = write_replays(read_log(spark, folders), names, out, source, warnings)
     print(f"replayed {source} with {', '.join(names)}: {count} events in {out / 'events'}")
     for warning in warnings:
@@ -97,6 +97,6 @@ def spark_metrics(
     if window not in _WINDOWS:
         raise UsageError(f"--window: must be one of {', '.join(_WINDOWS)}, not {window!r}")
     fresh_folder(out)
-    with _session(master, conf) as spark:
+    with _session(master, conf, folders) as spark:
         count = write_metrics(spark, read_log(spark, folders), out, window)
     print(f"metrics of {count} rebalances in {out / 'metrics'}, summaries in {out / 'windows'}")

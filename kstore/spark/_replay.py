@@ -114,8 +114,9 @@ def write_replays(
     written = Observation("replayed")
     replays = replay_log(log, strategies, source, found)
     replays = replays.observe(written, F.count(F.lit(1)).alias("events"))
-    # Each task holds whole groups (``map_streams``): a group's replays go to one file.
-    write_partitioned(replays, out / "events", ["group_id", "timeline", "version"])
+    # Each task holds whole groups (``map_streams``), in order: a group's replays go to
+    # one file, as they come.
+    write_partitioned(replays, out / "events", None)
     count = int(written.get["events"])
     if warnings is not None:
         # A task run again (a lost executor, a cache evicted) adds its lines again.

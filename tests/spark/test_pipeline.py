@@ -22,6 +22,7 @@ from kstore.spark._frames import read_log
 from kstore.spark._ingest import ingest_dumps
 from kstore.spark._replay import write_replays
 from kstore.spark._schema import LogRow, arrow_to_events
+from kstore.spark._session import fit_jvm
 from kstore.store.log import Store
 from tests.analytics.test_replay_not_taken_up import _said_twice
 from tests.spark.metrics_contract import comparable
@@ -259,3 +260,17 @@ def test_commands_end_to_end(
         == 2
     )
     assert capsys.readouterr().err.startswith("kstore: error: --window")
+
+
+def test_a_small_local_input_runs_the_first_jit_tier_only(tmp_path: Path) -> None:
+    small = tmp_path / "dump.jsonl"
+    small.write_text("".join(e.to_json() + "\n" for e in fleet(2, 3)))
+    option = "spark.driver.extraJavaOptions"
+    assert fit_jvm("local[2]", {}, [str(tmp_path)])[option] == "-XX:TieredStopAtLevel=1"
+    assert fit_jvm("local[2]", {option: "-Da=b"}, [str(small)]) == {option: "-Da=b"}
+    assert fit_jvm("spark://h:7077", {}, [str(small)]) == {}  # the executors are elsewhere
+    assert fit_jvm(None, {}, [str(small)]) == {}  # spark-submit's choice
+    assert fit_jvm("local[2]", {}, ["hdfs://h/log"]) == {}  # size unknown
+    with small.open("r+b") as grown:
+        grown.truncate(65 << 20)  # past 64 MiB: C2 pays back
+    assert fit_jvm("local[2]", {"k": "v"}, [str(small)]) == {"k": "v"}
