@@ -33,6 +33,7 @@ from pydantic import (
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
 from kstore._limits import NonNegativeInt32, PartitionCount, TopicName, TopicRef, check_instant
+from kstore.model._construct import construct
 from kstore.model.ids import event_id
 
 __all__ = [
@@ -123,7 +124,7 @@ class EventData(BaseModel):
         """The model of ``data`` that kstore itself wrote (validated when it was stored),
         built without validating it again; equal to what validation would give.
         """
-        return cls.model_construct(_fields_set=set(data), **data)
+        return construct(cls, **data)
 
 
 class TopicChanged(EventData):
@@ -396,9 +397,7 @@ def parse_stored_event(
     if model is None or schema_version != model.schema_version:
         # Unknown, or written under another version: upcast and validated as any input.
         return parse_event({**envelope, "type": kind, "data": data}, schema_version)
-    return Event.model_construct(
-        _fields_set=set(envelope) | {"data"}, data=model.trusted(data), **envelope
-    )
+    return construct(Event, data=model.trusted(data), **envelope)
 
 
 def _surrogate(value: Any, here: str = "event") -> str | None:
