@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
@@ -339,7 +339,7 @@ def _flavour(data: AssignmentCompleted) -> Strategy:
 
 
 Verdict = Literal["same", "not-taken-up", "differs"]
-VERDICTS: tuple[Verdict, ...] = ("same", "not-taken-up", "differs")
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 
 @dataclass(frozen=True, slots=True)
