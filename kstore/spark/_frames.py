@@ -12,7 +12,7 @@ import pyarrow as pa
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, arrow_to_events, spark_schema
-from kstore.spark._session import fit_partitions
+from kstore.spark._session import conf_set, fit_partitions
 
 __all__ = [
     "LOG_FOLDERS",
@@ -76,18 +76,8 @@ def write_partitioned(
     if order is not None:
         frame.sortWithinPartitions(*by, *order).write.partitionBy(*by).parquet(str(out))
         return
-    settings = {_PLANNED_WRITE: "false", _WRITERS: str(_OPEN_FILES)}
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
+    with conf_set(spark, {_PLANNED_WRITE: "false", _WRITERS: str(_OPEN_FILES)}):
         frame.write.partitionBy(*by).parquet(str(out))
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _streams_of(batches: Iterator[pa.RecordBatch]) -> Iterator[list[LogRow]]:

@@ -37,7 +37,7 @@ from kstore.model.events import EventError, decode_json_line, parse_event
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import STREAM_COLUMNS, write_partitioned
 from kstore.spark._schema import EVENT_COLUMNS, LogRow, event_schema, events_to_arrow, spark_schema
-from kstore.spark._session import fit_partitions
+from kstore.spark._session import conf_set, fit_partitions
 
 __all__ = ["IngestResult", "ingest_dumps"]
 
@@ -169,15 +169,8 @@ def _split_size(spark: Any) -> Iterator[None]:
     if spark.sparkContext.getConf().contains(_SPLIT):
         yield
         return
-    before = spark.conf.get(_SPLIT, None)
-    spark.conf.set(_SPLIT, str(_SPLIT_BYTES))
-    try:
+    with conf_set(spark, {_SPLIT: str(_SPLIT_BYTES)}):
         yield
-    finally:
-        if before is None:
-            spark.conf.unset(_SPLIT)
-        else:
-            spark.conf.set(_SPLIT, before)
 
 
 def _ingest(spark: Any, dumps: list[str], out: Path) -> IngestResult:

@@ -15,6 +15,7 @@ from kstore._errors import UsageError
 __all__ = [
     "DEFAULTS",
     "build_session",
+    "conf_set",
     "fit_jvm",
     "fit_partitions",
     "parse_conf",
@@ -119,6 +120,22 @@ def fit_jvm(
     if size is None or size > _SMALL_INPUT:
         return dict(conf)
     return {**conf, _DRIVER_JAVA: "-XX:TieredStopAtLevel=1"}
+
+
+@contextmanager
+def conf_set(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """The session's ``settings`` while the block runs, each as it was (or unset) after."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def fit_partitions(spark: Any, paths: Sequence[Path | str]) -> None:
