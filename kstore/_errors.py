@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["KstoreError", "UsageError"]
+__all__ = ["Interrupted", "KstoreError", "UsageError"]
 
 
 class KstoreError(Exception):
@@ -15,3 +15,9 @@ class UsageError(KstoreError):
     """Bad input (a malformed request, event or argument): exit status 2."""
 
     exit_code = 2
+
+
+class Interrupted(KstoreError):
+    """Ctrl-C ended a command that stored what it had (exit 130, as a shell's SIGINT)."""
+
+    exit_code = 130

@@ -667,6 +667,8 @@ def main() -> None:
         if os.environ.get("KSTORE_DEBUG"):
             raise
         _fail(f"{type(exc).__name__}: {exc}".replace("\n", " "), 1)
+    if result == 130:  # typer ends a command Ctrl-C reached with 130 and no word
+        _fail("interrupted", 130)
     if isinstance(result, int) and result:
         sys.exit(result)
 

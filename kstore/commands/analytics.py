@@ -16,7 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from kstore._errors import KstoreError, UsageError
+from kstore._errors import Interrupted, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, replay
@@ -105,12 +105,6 @@ def print_sql(path: Path, sql: str, output: str, read_paths: list[Path]) -> None
     if not sql.strip():
         raise UsageError("sql: the SQL text is empty")
     print_result(run_sql(Store(path), sql, read_paths=read_paths), output)
-
-
-class Interrupted(KstoreError):
-    """Ctrl-C ended a command that stored what it had (exit 130, as a shell's SIGINT)."""
-
-    exit_code = 130
 
 
 def _source(store: Store, cluster: str | None, group: str, source: str | None) -> tuple[str, str]:

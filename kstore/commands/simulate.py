@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import typer
 from rich.progress import TextColumn, TimeElapsedColumn
 
-from kstore._errors import UsageError
+from kstore._errors import Interrupted, UsageError
 from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
@@ -80,13 +81,22 @@ def simulate(
         show=show,
     ) as bar:
         task = bar.add_task(scenario.name, total=scenario.end)
-        result = run_scenario(
-            scenario,
-            store=store,
-            timeline=timeline or f"sim/{scenario.name}",
-            seed=seed,
-            progress=lambda now, end: bar.update(task, completed=now, total=end),
-        )
+        timeline = timeline or f"sim/{scenario.name}"
+        try:
+            result = run_scenario(
+                scenario,
+                store=store,
+                timeline=timeline,
+                seed=seed,
+                progress=lambda now, end: bar.update(task, completed=now, total=end),
+            )
+        except KeyboardInterrupt:
+            # Not a word from the store here: another writer may hold its lock.
+            again = shlex.join(["kstore", *sys.argv[1:]])
+            raise Interrupted(
+                f"simulation interrupted: the batches stored before it stay in timeline "
+                f"{timeline!r}; resume with the same command: {again}"
+            ) from None
     cluster, group, timeline = result.stream
     compared = run_query(
         store, "compare", {"cluster": cluster, "group": group, "timelines": timeline}

@@ -102,10 +102,13 @@ def _kill_part_way(db: Path, sig: signal.Signals, total: int) -> int | None:
             while any(alive(pid) for pid in copies):  # they end with the command
                 assert time.monotonic() < deadline, "a copy outlived the command"
                 time.sleep(0.02)
-        # Ctrl-C: one line and exit 130.
-        assert proc.returncode == (130 if sig == signal.SIGINT else -sig), (
-            proc.stderr.read().decode()
-        )
+        # Ctrl-C: one line (what is stored, the command that resumes) and exit 130.
+        err = proc.stderr.read().decode()
+        assert proc.returncode == (130 if sig == signal.SIGINT else -sig), err
+        if sig == signal.SIGINT:
+            (line,) = [x for x in err.splitlines() if x.startswith("kstore: error:")]
+            assert line.startswith("kstore: error: simulation interrupted: "), line
+            assert f"{STREAM.timeline!r}; resume with the same command: kstore " in line
         return at_kill
     finally:
         if proc.poll() is None:
