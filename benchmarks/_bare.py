@@ -11,9 +11,13 @@ import duckdb
 __all__ = ["bare_seconds"]
 
 
-def bare_seconds(source: Path, target: Path, names: Sequence[str]) -> tuple[float, int]:
+def bare_seconds(
+    source: Path, target: Path, names: Sequence[str], commits: int = 1
+) -> tuple[float, int]:
     """Seconds to insert the rows kstore stored in ``names`` (as Arrow, read first) into
-    a new file, connect and commit included; and how many rows that was."""
+    a new file, connect and commit included; and how many rows that was. ``commits`` > 1
+    splits every table's rows, in their stored order, into that many transactions (the
+    limit of appends made in as many batches; DuckDB's own checkpoint settings)."""
     with duckdb.connect(str(source), read_only=True) as connection:
         tables = {name: connection.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
         ddl = {
@@ -27,9 +31,11 @@ def bare_seconds(source: Path, target: Path, names: Sequence[str]) -> tuple[floa
     with duckdb.connect(str(target)) as connection:
         for name in tables:
             connection.execute(ddl[name])
-        connection.begin()
-        for index, (name, table) in enumerate(tables.items()):
-            connection.register(f"bare_{index}", table)
-            connection.execute(f"INSERT INTO {name} SELECT * FROM bare_{index}")
-        connection.commit()
+        for commit in range(commits):
+            connection.begin()
+            for index, (name, table) in enumerate(tables.items()):
+                lo, hi = (table.num_rows * k // commits for k in (commit, commit + 1))
+                connection.register(f"bare_{index}", table.slice(lo, hi - lo))
+                connection.execute(f"INSERT INTO {name} SELECT * FROM bare_{index}")
+            connection.commit()
     return time.perf_counter() - started, rows
