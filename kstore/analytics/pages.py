@@ -75,6 +75,10 @@ _STEPS = [
 ] + [timedelta(days=d) for d in (1, 7, 30)]
 
 
+_MARKED = 60
+"""Up to this many buckets, the imbalance line shows a marker at each."""
+
+
 def _bucket(start: datetime, end: datetime, most: int) -> timedelta:
     span = end - start
     return next((step for step in _STEPS if span / step <= most), _STEPS[-1])
@@ -190,7 +194,12 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         ),
     )
     palette = plotly.colors.qualitative.Plotly
+    # Bars sized in time, each timeline's side by side inside its bucket: plotly sizes
+    # bars from the gaps between them, which one lone bucket does not have.
+    bucket_ms = step.total_seconds() * 1000
+    width = bucket_ms * 0.8 / max(1, len(timelines))
     for index, timeline in enumerate(timelines):
+        placed = {"width": width, "offset": bucket_ms * 0.1 + index * width}
         # One colour per timeline in all three plots (the legend is the first plot's).
         colour = palette[index % len(palette)]
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
@@ -207,6 +216,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             go.Bar(
                 x=x,
                 y=[sums[b][0] for b in x],
+                **placed,
                 name=timeline,
                 legendgroup=timeline,
                 marker_color=colour,
@@ -218,6 +228,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             go.Bar(
                 x=x,
                 y=[sums[b][1] for b in x],
+                **placed,
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,
@@ -228,9 +239,10 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         )
         figure.add_trace(
             go.Scatter(
-                x=x,
+                x=[b + step / 2 for b in x],  # at the middle of its bucket, as its bars
                 y=[sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],
-                mode="lines",
+                # a lone bucket draws no line: markers too while there are few
+                mode="lines" if len(x) > _MARKED else "lines+markers",
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,
@@ -241,6 +253,8 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         )
     figure.update_layout(height=720, barmode="group", title="Rates per time bucket (drag to zoom)")
     figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
+    # a bucket's width either side, so that one bucket alone is not stretched edge to edge
+    figure.update_xaxes(range=[start - step, _floor(end, start, step) + 2 * step])
     return figure, str(step)
 
 

@@ -266,3 +266,28 @@ def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
     assert len({(r["compared_to"], r["rebalances"]) for r in rows}) == 1
     assert rows[0]["compared_to"] < rows[0]["source_last"]
     assert drawn(page, tmp_path, "report-partial.png") >= 3
+
+
+def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
+    """One rebalance per timeline (a static rolling deploy): plotly sized the bars from
+    the gaps between buckets, which one bucket has not, so they were a millisecond wide
+    and the axis a millisecond long."""
+    from kstore.analytics.pages import _rates
+
+    at = datetime(2026, 1, 1, 0, 0, 6, tzinfo=UTC)
+    metrics = [{"timeline": t, "at": at, "moved": 3, "imbalance": 0} for t in ("sim/a", "replay/b")]
+    figure, step = _rates(metrics, ["sim/a", "replay/b"])
+    bucket_ms = timedelta(seconds=1) / timedelta(milliseconds=1)
+    assert step == "0:00:01"
+    bars = [t for t in figure.data if t.type == "bar"]
+    assert len(bars) == 4
+    spans = set()
+    for bar in bars:
+        assert bar.width >= bucket_ms / 4  # a visible share of its bucket
+        spans.add((bar.offset, bar.offset + bar.width))
+    (a, b) = sorted(spans)
+    assert 0 <= a[0] < a[1] <= b[0] < b[1] <= bucket_ms  # side by side, inside the bucket
+    low, high = (datetime.fromisoformat(str(v)) for v in figure.layout.xaxis.range)
+    assert low.replace(tzinfo=UTC) < at and high.replace(tzinfo=UTC) > at + timedelta(seconds=1)
+    line = next(t for t in figure.data if t.type == "scatter")
+    assert "markers" in line.mode
