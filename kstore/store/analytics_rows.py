@@ -61,6 +61,7 @@ __all__ = [
     "coded",
     "gathered",
     "keyed_table",
+    "offsets",
     "row_keys",
 ]
 
@@ -129,12 +130,23 @@ class Decision:
     def member_of_entries(self) -> list[str]:
         return [m for m, n in zip(self.owners, self.counts, strict=True) for _ in range(n)]
 
+    def listings(self) -> list[int]:
+        """Per entry, how many times its member was listed with its partition before it
+        in E (0: the first time)."""
+        seen: dict[tuple[str, TopicPartition], int] = {}
+        out = []
+        for pair in zip(self.member_of_entries(), self.tps, strict=True):
+            listed = seen.get(pair, 0)
+            out.append(listed)
+            seen[pair] = listed + 1
+        return out
+
 
 def _flat_ints(parts: Sequence[Sequence[int]]) -> _Ints:
     return np.fromiter(chain.from_iterable(parts), dtype=np.int64)
 
 
-def _offsets(counts: Sequence[int] | _Ints) -> _Ints:
+def offsets(counts: Sequence[int] | _Ints) -> _Ints:
     """Where each of runs of ``counts`` values, one after the other, starts."""
     out = np.zeros(len(counts), dtype=np.int64)
     if len(counts) > 1:
@@ -206,7 +218,7 @@ def _arrow(column: _Column, kind: pa.DataType, index: _Ints | None = None) -> pa
 
 def row_keys(keys: Sequence[RowKey]) -> list[_Column]:
     """The ``ROW_KEY`` columns of events keyed ``keys``, for ``keyed_table``."""
-    schema = arrow_schema("kstore_assignments")
+    schema = arrow_schema("kstore_rebalance_stats")
     columns = list(zip(*keys, strict=True)) if keys else [() for _ in ROW_KEY]
     return [
         _numpy(column, schema.field(name).type)
@@ -240,18 +252,18 @@ class Entries:
     """Every entry of a batch of decisions, columnar: ``event`` (the decision it is of),
     ``owner`` (an index into ``owner_names``, the batch's members), ``topic`` (into
     ``topic_names``), ``number``, ``prev`` (into ``prev_names``; -1: none),
-    the flags of ``Decision`` (``single``: the only entry of a partition given to one
-    member), and per decision the ``first`` of its entries and of its owners. Local
-    codes, per decision: ``local_owner`` indexes its owners, ``local_prev`` its
-    ``people`` (its owners, then the other previous owners; -1: none)."""
+    ``listing`` (``Decision.listings``), the flags of ``Decision`` (``single``: the only
+    entry of a partition given to one member), and per decision the ``first`` of its
+    entries and of its owners. Local codes, per decision: ``local_owner`` indexes its
+    owners, ``local_prev`` its ``people`` (its owners, then the other previous owners; -1: none)."""
 
     def __init__(self, decisions: Sequence[Decision]) -> None:
         self.decisions = decisions
         sizes = [len(d.tps) for d in decisions]
         owners = [len(d.owners) for d in decisions]
         self.event: _Ints = np.repeat(np.arange(len(decisions), dtype=np.int64), sizes)
-        self.first: _Ints = _offsets(sizes)
-        self.first_owner: _Ints = _offsets(owners)
+        self.first: _Ints = offsets(sizes)
+        self.first_owner: _Ints = offsets(owners)
         tps = list(chain.from_iterable(d.tps for d in decisions))
         topics, numbers = zip(*tps, strict=True) if tps else ((), ())
         self.topic_names, self.topic = _encoded(topics)
@@ -270,12 +282,14 @@ class Entries:
         self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
         self.tp_first: _Bools = np.ones(size, dtype=np.bool_)
         self.shared: _Bools = np.zeros(size, dtype=np.bool_)
+        self.listing: _Ints = np.zeros(size, dtype=np.int64)
         for d, start in zip(decisions, self.first.tolist(), strict=True):
             if d.flags is not None:
                 end = start + len(d.tps)
                 self.pair_first[start:end], self.tp_first[start:end], self.shared[start:end] = (
                     d.flags
                 )
+                self.listing[start:end] = d.listings()
         self.single: _Bools = self.pair_first & ~self.shared
         # Per decision its people: its owners, then the other previous owners (in order
         # of first appearance); each entry's previous owner as an index into them.
@@ -407,10 +421,10 @@ class _Analytics:
         events = np.arange(len(widths), dtype=np.int64)
         self.topics = sum(widths)
         self.members = sum(people)
-        topic_base = _offsets(widths)
-        self.member_base = _offsets(people)
+        topic_base = offsets(widths)
+        self.member_base = offsets(people)
         pair_sizes = [w * m for w, m in zip(widths, people, strict=True)]
-        pair_base = _offsets(pair_sizes)
+        pair_base = offsets(pair_sizes)
         slots = sum(pair_sizes)
         self.people: _Ints = np.array(people, dtype=np.int64)
 

@@ -23,6 +23,7 @@ __all__ = [
     "HEAD",
     "REVISIONS",
     "TABLES",
+    "VIEWS",
     "Col",
     "Kind",
     "arrow_schema",
@@ -36,6 +37,7 @@ REVISIONS: tuple[str, ...] = (
     "0004_checkpoints",
     "0005_rebalance_stats",
     "0006_log_without_indexes",
+    "0007_assignment_spans",
 )
 """The migrations' revision ids, oldest first (``kstore/store/migrations/versions``)."""
 HEAD = REVISIONS[-1]
@@ -95,12 +97,14 @@ TABLES: dict[str, tuple[Col, ...]] = {
         Col("generation", "int32", nullable=True),
         Col("last_position", "int64"),
     ),
-    "kstore_assignments": (
-        *_KEY,
-        Col("generation", "int32"),
+    "kstore_assignment_spans": (
+        *_STREAM,
         Col("member", "string"),
         Col("topic", "string"),
         Col("partition", "int32"),
+        Col("listing", "int32"),
+        Col("from_version", "int32"),
+        Col("to_version", "int32", nullable=True),
     ),
     "kstore_ownership": (
         *_KEY,
@@ -144,6 +148,20 @@ TABLES: dict[str, tuple[Col, ...]] = {
 }
 
 
+VIEWS: dict[str, tuple[Col, ...]] = {
+    # One row per (AssignmentCompleted, member, partition), as the spans say
+    # (migration 0007_assignment_spans).
+    "kstore_assignments": (
+        *_KEY,
+        Col("generation", "int32"),
+        Col("member", "string"),
+        Col("topic", "string"),
+        Col("partition", "int32"),
+    ),
+}
+"""The views over the tables, their columns in order and their kinds."""
+
+
 ANALYTICS: tuple[str, ...] = (
     "kstore_rebalance_stats",
     "kstore_topic_stats",
@@ -153,18 +171,29 @@ ANALYTICS: tuple[str, ...] = (
     "kstore_revocations",
 )
 """The analytics projections (``kstore.store.analytics_rows`` fills them)."""
-DERIVED: tuple[str, ...] = ("kstore_streams", "kstore_assignments", "kstore_ownership", *ANALYTICS)
+DERIVED: tuple[str, ...] = (
+    "kstore_streams",
+    "kstore_assignment_spans",
+    "kstore_ownership",
+    *ANALYTICS,
+)
 """The tables derived from the log (``rebuild`` refills them)."""
 
 
+def _cols(name: str) -> tuple[Col, ...]:
+    found = TABLES.get(name)
+    return found if found is not None else VIEWS[name]
+
+
 def columns(table: str) -> tuple[str, ...]:
-    """The table's column names, in its order."""
-    return tuple(col.name for col in TABLES[table])
+    """The table's (or view's) column names, in its order."""
+    return tuple(col.name for col in _cols(table))
 
 
 def arrow_schema(table: str) -> pa.Schema:
-    """The table's Arrow schema (the form of its bulk inserts and of its Parquet export)."""
-    return pa.schema([pa.field(col.name, col.arrow) for col in TABLES[table]])
+    """The table's (or view's) Arrow schema (the form of its bulk inserts and of its
+    Parquet export)."""
+    return pa.schema([pa.field(col.name, col.arrow) for col in _cols(table)])
 
 
 def _by_name() -> dict[str, pa.DataType]:

@@ -14,13 +14,14 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 from pydantic_core import from_json
 
@@ -57,7 +58,7 @@ from kstore.store.interface import (
     StoredEvent,
     StreamInfo,
 )
-from kstore.store.projections import PROJECTED, Projector, StreamHead
+from kstore.store.projections import PROJECTED, SPANS, Projector, Spans, StreamHead
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -73,6 +74,9 @@ __all__ = [
 
 SNAPSHOT_EVERY = 100
 """A stream gets a snapshot once it has moved this many versions past its last one."""
+
+REBUILD_ROWS = 500_000
+"""``rebuild`` stores the rows it made once the events read make about this many."""
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -272,6 +276,20 @@ _AFTER = (
     "ORDER BY position LIMIT ?"
 )
 """The log's rows after a position (the first parameter), at most a number of them."""
+
+_KEY_COLUMNS = (*_STREAM_COLUMNS, "version")
+_SAME_STREAM = " AND ".join(f"{{0}}.{c} = s.{c}" for c in _STREAM_COLUMNS)
+_OPEN_SPANS = (
+    "SELECT s.rowid AS rowid, c.run AS run, f.version AS version "
+    "FROM kstore_assignment_spans s "
+    f"JOIN _kstore_firsts f ON {_SAME_STREAM.format('f')} "
+    f"LEFT JOIN _kstore_continuing c ON {_SAME_STREAM.format('c')} AND c.member = s.member "
+    'AND c.topic = s.topic AND c."partition" = s."partition" AND c.listing = s.listing '
+    "WHERE s.to_version IS NULL"
+)
+"""The spans open before a batch of the streams that have a decision in it
+(``_kstore_firsts``: the first one's version), each with the batch's span that starts
+at that decision and goes on with it (``_kstore_continuing``: ``run``, its index)."""
 
 _Page = TypeVar("_Page", list[tuple[Any, ...]], pa.Table)
 
@@ -570,7 +588,8 @@ class Store:
         )
         for stream in handed:
             heads[stream].state = folded[stream].state.copy()
-        self._store_rows(conn, projector)
+        earlier = {stream for stream in streams if versions.get(stream, _NEW).version}
+        self._store_rows(conn, projector, earlier)
         self._store_heads(conn, heads, span, versions)
         return heads
 
@@ -626,9 +645,53 @@ class Store:
                 yield _stored(row)
             after = page[-1][5]
 
-    def _store_rows(self, conn: _Conn, projector: Projector) -> None:
+    def _store_rows(self, conn: _Conn, projector: Projector, earlier: Set[StreamId]) -> None:
+        """The projector's rows; ``earlier``: the streams that may hold spans already
+        (whose events before these are stored)."""
         for table in PROJECTED:
             conn.insert(table, projector.arrow(table))
+        self._store_spans(conn, projector.spans(), earlier)
+
+    def _store_spans(self, conn: _Conn, spans: Spans, earlier: Set[StreamId]) -> None:
+        """A batch's spans (``Spans``) merged with those stored: a span open before the
+        batch that its stream's first decision of the batch lists again goes on (the
+        batch's span that starts there is not stored; the stored one ends where it
+        ends), and one that decision does not list ends there."""
+        keep = np.ones(len(spans), dtype=np.bool_)
+        firsts = [key for key in spans.firsts if StreamId(*key[:3]) in earlier]
+        if firsts:
+            heads = np.flatnonzero(spans.head)
+            starts = pa.table(
+                {name: [key[i] for key in firsts] for i, name in enumerate(_KEY_COLUMNS)}
+            )
+            continuing = spans.table(heads).append_column("run", pa.array(heads))
+            with (
+                conn.registered("_kstore_firsts", starts),
+                conn.registered("_kstore_continuing", continuing),
+            ):
+                found = conn._db.execute(_OPEN_SPANS).fetchnumpy()
+            run = np.ma.masked_array(found["run"])  # masked: no span of the batch goes on
+            goes_on = ~np.ma.getmaskarray(run)
+            runs = np.ma.getdata(run)[goes_on].astype(np.int64)
+            keep[runs] = False
+            ended = spans.to_version[runs]  # masked: it reaches the batch's end
+            to = np.ma.getdata(found["version"]).astype(np.int64)  # the first decision
+            to[goes_on] = np.ma.getdata(ended)
+            closing = ~goes_on
+            closing[goes_on] = ~np.ma.getmaskarray(ended)
+            if closing.any():
+                closed = pa.table(
+                    {
+                        "id": pa.array(np.ma.getdata(found["rowid"])[closing], type=pa.int64()),
+                        "to_version": pa.array(to[closing], type=pa.int32()),
+                    }
+                )
+                with conn.registered("_kstore_closed", closed):
+                    conn.run(
+                        "UPDATE kstore_assignment_spans SET to_version = c.to_version "
+                        "FROM _kstore_closed c WHERE kstore_assignment_spans.rowid = c.id"
+                    )
+        conn.insert(SPANS, spans.table(None if keep.all() else np.flatnonzero(keep)))
 
     def _store_heads(
         self,
@@ -676,6 +739,7 @@ class Store:
             conn.run(f"DELETE FROM {table}")
         heads: dict[StreamId, StreamHead] = {}
         projector = Projector()
+        stored: set[StreamId] = set()  # the streams of the rows stored so far
         snaps: dict[str, list[Any]] = {n: [] for n in (*_STREAM_COLUMNS, "version", "state")}
         for page in _pages(lambda after: conn.rows(_AFTER, [after, _READ_PAGE]), _READ_PAGE):
             for row in page:
@@ -690,10 +754,10 @@ class Store:
                         snaps[name].append(value)
                     snaps["version"].append(head.state.version)
                     snaps["state"].append(head.to_json())
-                if projector.rows() >= 500_000:
-                    self._store_rows(conn, projector)
-                    projector = Projector()
-        self._store_rows(conn, projector)
+                if projector.rows() >= REBUILD_ROWS:
+                    self._store_rows(conn, projector, stored)
+                    projector, stored = Projector(), set(heads)
+        self._store_rows(conn, projector, stored)
         conn.insert("kstore_snapshots", _arrow(snaps))
         spans = conn.rows(
             'SELECT cluster, group_id, timeline, max(version), min("at"), max("at"), '
@@ -818,14 +882,14 @@ class Store:
 
     def assignment_batches(self, upto: int, size: int) -> Iterator[pa.RecordBatch]:
         """``kstore_assignments`` rows of the events up to log position ``upto``, in one
-        read window, by stream and version, each event's rows in the order stored."""
+        read window, by stream and version, each event's rows by member and partition."""
         stream = "cluster, group_id, timeline"
         with self._window(write=False) as conn:
             yield from conn._db.execute(
                 f"SELECT {_cols(_ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
                 f"WHERE ({stream}, version) IN "
                 f"(SELECT {stream}, version FROM kstore_events WHERE position <= ?) "
-                f"ORDER BY {stream}, version, rowid",
+                f'ORDER BY {stream}, version, member, topic, "partition"',
                 [upto],
             ).to_arrow_reader(size)
 

@@ -2,7 +2,7 @@
 
 Pure code (no DuckDB): a ``StreamHead`` is what a stream's projection needs to go on
 (its ``GroupState`` and the last owner of every partition ever assigned), and
-``Projector`` turns stored events into the rows of ``kstore_assignments``,
+``Projector`` turns stored events into the rows of ``kstore_assignment_spans``,
 ``kstore_ownership`` and the analytics tables. Appends and ``rebuild`` both go through
 it, so incremental and rebuilt tables agree by construction (and a test checks it).
 Events are fed one at a time, in order: each reads and advances its stream's head
@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, Event, MemberReplaced
@@ -41,6 +42,7 @@ from kstore.store.analytics_rows import (
     analytics_tables,
     gathered,
     keyed_table,
+    offsets,
     row_keys,
 )
 from kstore.store.catalogue import arrow_schema
@@ -48,10 +50,13 @@ from kstore.store.catalogue import arrow_schema
 if TYPE_CHECKING:
     from kstore.assignors import TopicPartition
 
-__all__ = ["PROJECTED", "Projector", "StreamHead"]
+__all__ = ["PROJECTED", "Projector", "Spans", "StreamHead"]
 
-PROJECTED = ("kstore_assignments", "kstore_ownership", *ANALYTICS_COLUMNS)
-"""The tables a ``Projector`` fills, in the order they are stored."""
+PROJECTED = ("kstore_ownership", *ANALYTICS_COLUMNS)
+"""The tables a ``Projector`` fills with rows of their own, in the order they are
+stored (``kstore_assignment_spans`` apart: ``Projector.spans``)."""
+
+SPANS = "kstore_assignment_spans"
 
 
 @dataclass(slots=True)
@@ -106,6 +111,7 @@ class Projector:
         """What the events fed since the tables were last made leave to project."""
         self._entries = 0
         self._tables: dict[str, pa.Table] = {}
+        self._spans: Spans | None = None
 
     def rows(self) -> int:
         """About how many rows the events fed make (their assignment rows, one more per
@@ -174,25 +180,125 @@ class Projector:
         found = self._tables.get(table)
         return found if found is not None else arrow_schema(table).empty_table()
 
+    def spans(self) -> Spans:
+        """The spans of the ``AssignmentCompleted`` events fed, as if none was open
+        before the first of each stream (``Spans``). A projector's spans are made once,
+        after all its events are fed."""
+        self.arrow(SPANS)
+        return self._spans if self._spans is not None else Spans(Entries([]))
+
     def _made(self) -> dict[str, pa.Table]:
         entries = Entries([d for d in self._read if isinstance(d, Decision)])
         made = analytics_tables(entries)
         if self._log_rows:
-            made["kstore_assignments"] = _assignments(entries)
+            if self._spans is not None and entries.decisions:
+                raise RuntimeError("a projector's spans are made once, after all its events")
+            self._spans = Spans(entries)
             made["kstore_ownership"] = _ownership(self._read, entries)
         return made
 
 
-def _assignments(entries: Entries) -> pa.Table:
-    decisions = entries.decisions
-    event = entries.event
-    columns = {
-        "generation": np.array([d.data.generation for d in decisions], dtype=np.int64)[event],
-        "member": Coded(entries.owner, entries.owner_names),
-        "topic": Coded(entries.topic, entries.topic_names),
-        "partition": entries.number,
-    }
-    return keyed_table("kstore_assignments", row_keys([d.key for d in decisions]), event, columns)
+_Ints = npt.NDArray[np.int64]
+
+
+def _stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
+    """The order that sorts rows by ``columns`` (integers, the first the most
+    significant), stable; and, in that order, whether each row's values differ from the
+    row's before it (the first row's do)."""
+    size = len(columns[0])
+    columns = [column - column.min() for column in columns] if size else columns
+    code = np.zeros(size, dtype=np.int64)
+    span = 1
+    for column in columns:
+        width = int(column.max()) + 1 if size else 1
+        span *= width
+        if span >= 1 << 62:  # too many for one number: sort by each column
+            order = np.lexsort(columns[::-1])
+            changed = np.zeros(size, dtype=np.bool_)
+            for column in columns:
+                ordered = column[order]
+                changed[1:] |= ordered[1:] != ordered[:-1]
+            break
+        code = code * width + column
+    else:
+        order = np.argsort(code, kind="stable")
+        ordered = code[order]
+        changed = np.ones(size, dtype=np.bool_)
+        changed[1:] = ordered[1:] != ordered[:-1]
+    if size:
+        changed[0] = True
+    return order, changed
+
+
+class Spans:
+    """The rows of ``kstore_assignment_spans`` that a batch of decisions makes, as if no
+    span was open before it: a span per unbroken run of a stream's decisions in the
+    batch that list a member with a partition (its ``listing``-th time), from the first
+    (``from_version``) to the next one that does not (``to_version``; NULL: the run
+    reaches the batch's end). Columnar, one sort of the batch's entries.
+
+    ``head`` marks the spans that start at their stream's first decision of the batch
+    (one that a span open before the batch continues, if there is one); ``firsts`` is
+    each stream's first decision in the batch (its key). The store merges them with
+    the spans it holds (``Store._store_spans``)."""
+
+    def __init__(self, entries: Entries) -> None:
+        decisions = entries.decisions
+        keys = [d.key for d in decisions]
+        streams: dict[tuple[str, str, str], int] = {}
+        of = np.array([streams.setdefault(k[:3], len(streams)) for k in keys], dtype=np.int64)
+        version = np.array([k[3] for k in keys], dtype=np.int64)
+        # Each decision's place among its stream's decisions in the batch.
+        by_stream = np.argsort(of, kind="stable")
+        counts = np.bincount(of, minlength=len(streams))
+        base = offsets(counts)
+        place = np.empty(len(decisions), dtype=np.int64)
+        place[by_stream] = np.arange(len(decisions), dtype=np.int64) - np.repeat(base, counts)
+        event = entries.event
+        order, changed = _stable_groups(
+            [of[event], entries.owner, entries.topic, entries.number, entries.listing]
+        )
+        at = place[event[order]]
+        changed[1:] |= at[1:] != at[:-1] + 1
+        starts = np.flatnonzero(changed)
+        ends = np.append(starts[1:], len(order)) - 1
+        first = order[starts]
+        shown = np.argsort(first, kind="stable")  # the spans in the order listed
+        first, last = first[shown], order[ends[shown]]
+        self.of: _Ints = event[first]
+        stream = of[self.of]
+        after = place[event[last]] + 1
+        reaches_end = after >= counts[stream]
+        to = by_stream[base[stream] + np.minimum(after, counts[stream] - 1)]
+        self.head: npt.NDArray[np.bool_] = place[self.of] == 0
+        self.firsts: list[RowKey] = [keys[i] for i in by_stream[base].tolist()]
+        self.keys = row_keys(keys)
+        self.to_version: np.ma.MaskedArray[Any, np.dtype[np.int64]] = np.ma.masked_array(
+            version[to], mask=reaches_end
+        )
+        self.columns: dict[str, Coded | npt.NDArray[Any]] = {
+            "member": Coded(entries.owner, entries.owner_names).at(first),
+            "topic": Coded(entries.topic, entries.topic_names).at(first),
+            "partition": entries.number[first],
+            "listing": entries.listing[first],
+            "from_version": version[self.of],
+            "to_version": self.to_version,
+        }
+
+    def __len__(self) -> int:
+        return len(self.of)
+
+    def table(self, rows: _Ints | None = None) -> pa.Table:
+        """The spans (those of ``rows``: indices) as rows of ``kstore_assignment_spans``."""
+        if not len(self):
+            return arrow_schema(SPANS).empty_table()
+        if rows is None:
+            return keyed_table(SPANS, self.keys, self.of, self.columns)
+        columns = {
+            name: column.at(rows) if isinstance(column, Coded) else column[rows]
+            for name, column in self.columns.items()
+        }
+        return keyed_table(SPANS, self.keys, self.of[rows], columns)
 
 
 def _ownership(read: list[Decision | _Replaced], entries: Entries) -> pa.Table:

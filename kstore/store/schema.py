@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from kstore.store.catalogue import DERIVED, HEAD, REVISIONS, TABLES, Kind
 
 __all__ = [
-    "ASSIGNMENTS",
+    "ASSIGNMENT_SPANS",
     "CHECKPOINTS",
     "EVENTS",
     "HEAD",
@@ -68,7 +68,9 @@ SNAPSHOTS = _table("kstore_snapshots", sa.PrimaryKeyConstraint(*_STREAM_KEY, "ve
 CHECKPOINTS = _table("kstore_checkpoints", key={"primary_key": True})
 
 # Projections: no keys or indexes, so that Arrow inserts run at DuckDB's bulk speed.
-ASSIGNMENTS = _table("kstore_assignments")
+# Who held which partition from which AssignmentCompleted to which (migration 0007);
+# the view ``kstore_assignments`` lists them per AssignmentCompleted.
+ASSIGNMENT_SPANS = _table("kstore_assignment_spans")
 OWNERSHIP = _table("kstore_ownership")
 # Analytics projections (kstore.store.analytics_rows; migrations 0003 and 0005).
 REBALANCE_STATS = _table("kstore_rebalance_stats")

@@ -9,7 +9,7 @@ from kstore.spark._schema import EVENT_COLUMNS, assignment_schema, event_schema
 from kstore.store import catalogue
 from kstore.store.analytics_rows import ANALYTICS_COLUMNS
 from kstore.store.log import Store
-from kstore.store.projections import PROJECTED, Projector
+from kstore.store.projections import PROJECTED, SPANS, Projector
 from kstore.store.schema import metadata
 
 _DUCKDB = {
@@ -47,9 +47,26 @@ def test_the_metadata_and_the_column_lists_come_from_the_catalogue() -> None:
         ]
     for table, columns in ANALYTICS_COLUMNS.items():
         assert columns == catalogue.columns(table)
-    assert set(PROJECTED) == set(catalogue.DERIVED) - {"kstore_streams"}
+    assert {*PROJECTED, SPANS} == set(catalogue.DERIVED) - {"kstore_streams"}
     for table in PROJECTED:
         assert Projector().arrow(table).schema == catalogue.arrow_schema(table)
+    assert Projector().spans().table().schema == catalogue.arrow_schema(SPANS)
+
+
+def test_the_migrated_store_has_the_catalogues_views_in_their_column_order(store: Store) -> None:
+    with duckdb.connect(str(store.path), read_only=True) as db:
+        found: dict[str, list[tuple[str, str]]] = {}
+        for view, column, kind in db.sql(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+            "WHERE table_name IN (SELECT view_name FROM duckdb_views() WHERE NOT internal) "
+            "ORDER BY table_name, column_index"
+        ).fetchall():
+            if view in catalogue.VIEWS:  # (the analytics views are SQL of their own)
+                found.setdefault(view, []).append((column, kind))
+    expected = {
+        view: [(c.name, _DUCKDB[c.kind]) for c in cols] for view, cols in catalogue.VIEWS.items()
+    }
+    assert found == expected
 
 
 def test_the_parquet_and_spark_schemas_come_from_the_catalogue() -> None:

@@ -1,0 +1,145 @@
+"""Assignments stored as spans: ``kstore_assignments`` (a view) lists every
+``AssignmentCompleted``'s entries, however the events were batched or rebuilt."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kstore.model import AssignmentCompleted, Event
+from kstore.store import log
+from kstore.store.interface import ConcurrencyError
+from kstore.store.log import Store
+from tests.store.events_gen import make_event, streams
+
+
+def _fresh(path: Path) -> Store:
+    for leftover in path.parent.glob(path.name + "*"):
+        leftover.unlink()
+    store = Store(path)
+    store.init()
+    return store
+
+
+def _listed(events: list[Event]) -> Counter[tuple[Any, ...]]:
+    """Each ``AssignmentCompleted``'s entries, as ``kstore_assignments`` must list them."""
+    rows: Counter[tuple[Any, ...]] = Counter()
+    versions: Counter[tuple[str, str, str]] = Counter()
+    for event in events:
+        versions[event.stream] += 1
+        data = event.data
+        if isinstance(data, AssignmentCompleted):
+            for member, tps in data.assignment.items():
+                for topic, partition in tps:
+                    key = (*event.stream, versions[event.stream], data.generation)
+                    rows[(*key, member, topic, partition)] += 1
+    return rows
+
+
+def _rows(store: Store, table: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        return sorted(connection.sql(f"SELECT * FROM {table}").fetchall(), key=repr)
+
+
+def _two_timelines(draw: st.DrawFn) -> list[Event]:
+    """Two streams of one group (timelines), their events interleaved."""
+    first = draw(streams(max_size=30))
+    second = draw(streams(max_size=30, timeline="replay"))
+    picks = draw(st.lists(st.booleans(), min_size=len(first) + len(second)))
+    merged, a, b = [], iter(first), iter(second)
+    for pick in picks:
+        taken = next(a if pick else b, None) or next(b if pick else a, None)
+        if taken is not None:
+            merged.append(taken)
+    return merged + list(a) + list(b)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), cuts=st.lists(st.integers(1, 60), max_size=6))
+def test_the_view_lists_every_decision_in_any_batches_and_after_a_rebuild(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, cuts: list[int]
+) -> None:
+    events = data.draw(st.composite(_two_timelines)())
+    store = _fresh(tmp_path_factory.getbasetemp() / "spans.duckdb")
+    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
+    for lo, hi in itertools.pairwise(bounds):
+        store.append(events[lo:hi])
+    expected = _listed(events)
+    assert Counter(_rows(store, "kstore_assignments")) == expected
+    spans = _rows(store, "kstore_assignment_spans")
+    store.rebuild()
+    assert _rows(store, "kstore_assignment_spans") == spans
+    assert Counter(_rows(store, "kstore_assignments")) == expected
+
+
+def test_a_rebuild_in_many_chunks_closes_the_spans_of_the_chunks_before(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _sticky(rebalances=12, partitions=30)
+    store.append(events)
+    spans = _rows(store, "kstore_assignment_spans")
+    monkeypatch.setattr(log, "REBUILD_ROWS", 40)
+    store.rebuild()
+    assert _rows(store, "kstore_assignment_spans") == spans
+    assert Counter(_rows(store, "kstore_assignments")) == _listed(events)
+
+
+def _sticky(rebalances: int, partitions: int) -> list[Event]:
+    """A group of three members whose decisions each move one partition."""
+    events = []
+    for generation in range(1, rebalances + 1):
+        owners: dict[str, list[tuple[str, int]]] = {"a": [], "b": [], "c": []}
+        for p in range(partitions):
+            owner = "abc"[(p + (generation if p == generation % partitions else 0)) % 3]
+            owners[owner].append(("t", p))
+        data = AssignmentCompleted(generation=generation, strategy="sticky", assignment=owners)
+        events.append(make_event(data, generation))
+    return events
+
+
+def test_a_sticky_group_stores_a_span_per_move_not_a_row_per_partition(store: Store) -> None:
+    events = _sticky(rebalances=20, partitions=100)
+    for lo in range(0, len(events), 3):  # small batches: spans open across them
+        store.append(events[lo : lo + 3])
+    assert len(_rows(store, "kstore_assignments")) == 20 * 100
+    spans = _rows(store, "kstore_assignment_spans")
+    assert len(spans) < 100 + 2 * 20
+    assert sum(span[-1] is None for span in spans) == 100  # the last decision's
+    assert Counter(_rows(store, "kstore_assignments")) == _listed(events)
+
+
+def test_a_rejected_batch_closes_no_span(store: Store) -> None:
+    events = _sticky(rebalances=4, partitions=10)
+    store.append(events[:2])
+    before = _rows(store, "kstore_assignment_spans")
+    with pytest.raises(ConcurrencyError):
+        store.append(events[2:], expected_version=1)
+    assert _rows(store, "kstore_assignment_spans") == before
+    store.append(events[2:], expected_version=2)
+    assert Counter(_rows(store, "kstore_assignments")) == _listed(events)
+
+
+def test_a_downgrade_stores_the_views_rows_and_an_upgrade_rebuilds_the_spans(
+    store: Store,
+) -> None:
+    events = _sticky(rebalances=6, partitions=20)
+    store.append(events)
+    rows = _rows(store, "kstore_assignments")
+    spans = _rows(store, "kstore_assignment_spans")
+    store.migrate("0006_log_without_indexes")
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        kinds = connection.sql(
+            "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'kstore_assign%'"
+        ).fetchall()
+    assert kinds == [("kstore_assignments",)]
+    assert _rows(store, "kstore_assignments") == rows
+    store.init()
+    assert _rows(store, "kstore_assignment_spans") == spans
+    assert _rows(store, "kstore_assignments") == rows
