@@ -1,5 +1,6 @@
 """Speed work must not change a single simulated event: the streams of the examples and of
-a few generated scenarios, digested, are those of the simulator before it was made faster.
+a few generated scenarios, digested, are those of the simulator before it was made faster;
+so are the run's ownership figures (the summary's) and every table of a store it fills.
 
 A change that is meant to alter simulated histories updates these digests, saying why.
 """
@@ -14,6 +15,7 @@ import pytest
 
 from kstore.simulate import generate, load_scenario, run_scenario
 from kstore.simulate.scenario import Scenario
+from kstore.store.log import Store
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -29,6 +31,31 @@ DIGESTS = {
     "steady-churn/cooperative": "d3bff9511c4c81b6",
     "autoscaling/eager": "d2af16c71ba3ca47",
     "flapping-member/consumer": "0cb77a0ab1545d57",
+}
+
+OWNERSHIP = {
+    # Partition-time without an owner, the longest such gap, partitions that changed owner.
+    "autoscaling-10-40-10": (436160, 3091, 160),
+    "autoscaling/eager": (2027129, 3041, 996),
+    "consumer-protocol": (186840, 45331, 34),
+    "eager-vs-cooperative": (150008, 44144, 10),
+    "flapping-member": (62620, 2195, 32),
+    "flapping-member/consumer": (415461, 49950, 96),
+    "mixed-subscriptions": (11499, 1722, 5),
+    "partition-expansion": (133236, 4110, 0),
+    "rolling-deploy-30": (900000, 15000, 0),
+    "static-restart": (79839, 28627, 6),
+    "steady-churn/cooperative": (959055, 47113, 92),
+}
+
+STORES = {
+    # Every kstore_* table of a store file the run appends to (in its own process).
+    "static-restart": "381bfde1b51a5251",
+    "mixed-subscriptions": "f61d30563fe8fce3",
+    "partition-expansion": "56a5ed4ffd332726",
+    "steady-churn/cooperative": "c7fa59f74a30f116",
+    "autoscaling/eager": "230ae49b35be849d",
+    "flapping-member/consumer": "dfcd2e4157cfd06b",
 }
 
 
@@ -47,3 +74,26 @@ def test_stream_is_unchanged(name: str) -> None:
     for event in result.sim.emitted:
         digest.update(json.dumps(event.to_dict(), sort_keys=True).encode())
     assert digest.hexdigest()[:16] == DIGESTS[name]
+    ledger = result.sim.ledger
+    assert (ledger.unowned_ms, ledger.longest_unowned_ms, ledger.moves) == OWNERSHIP[name]
+
+
+def _store_digest(scenario: Scenario, seed: int, tmp: Path) -> str:
+    store = Store(tmp / "store.duckdb")
+    store.init()
+    run_scenario(scenario, store=store, timeline="sim/check", seed=seed)
+    names = store.query(
+        "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'kstore_%' "
+        "ORDER BY 1"
+    ).rows
+    digest = hashlib.sha256()
+    for (name,) in names:
+        digest.update(repr((name, store.query(f"SELECT * FROM {name} ORDER BY ALL").rows)).encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", sorted(STORES))
+def test_store_is_unchanged(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KSTORE_APPEND_APART", "0")
+    scenario, seed = _scenario(name)
+    assert _store_digest(scenario, seed, tmp_path) == STORES[name]
