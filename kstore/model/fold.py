@@ -136,11 +136,12 @@ class GroupState:
     previous_held_from: dict[str, int | None] = field(default_factory=dict)
     applied: list[Applied] | None = field(default=None, compare=False, repr=False)
     """None, or the record ``apply`` adds an ``Applied`` to (see the module's doc)."""
-    subscriptions: dict[
-        str, tuple[Member, tuple[TopicPartition, ...] | None, MemberSubscription]
-    ] = field(default_factory=dict, compare=False, repr=False)
-    """Each member's subscription in the latest ``to_request``, with the member record
-    and the owned partitions it was made of (see ``to_request``)."""
+    requesting: dict[str, MemberSubscription] | None = field(
+        default=None, compare=False, repr=False
+    )
+    """Each member's subscription in the next request, in member order: made by the first
+    ``to_request``, then kept up to date by ``apply`` (see ``to_request``); None until
+    then, or after an event that renames members (``MemberReplaced``)."""
 
     def copy(self) -> GroupState:
         """A copy that keeps no record (the record is its producer's)."""
@@ -152,7 +153,7 @@ class GroupState:
             assignment=dict(self.assignment),
             held_from=dict(self.held_from),
             applied=None,
-            subscriptions={},
+            requesting=None,
         )
 
     def apply(self, event: Event) -> None:
@@ -185,10 +186,15 @@ class GroupState:
                     session_timeout_ms=data.session_timeout_ms,
                     rebalance_timeout_ms=data.rebalance_timeout_ms,
                 )
+                if self.requesting is not None:
+                    self._request_member(data.member_id)
             case MemberLeft():
                 self.members.pop(data.member_id, None)
+                if self.requesting is not None:
+                    self.requesting.pop(data.member_id, None)
             case MemberReplaced():
                 self._replace_member(data)
+                self.requesting = None  # ids renamed and partitions merged: made anew
                 if self.applied is not None:
                     self.applied.append(Applied(event.event_id, self.version, self.generation))
             case SubscriptionChanged():
@@ -199,6 +205,8 @@ class GroupState:
                     self.members[data.member_id] = dataclasses.replace(
                         known, topics=tuple(data.topics)
                     )
+                    if self.requesting is not None:
+                        self._request_member(data.member_id)
             case RebalanceStarted():
                 self.rebalance = Rebalance(data.generation, data.reason, event.at)
             case AssignmentCompleted():
@@ -222,8 +230,16 @@ class GroupState:
                 self.leader = data.leader
                 self.assignment = {m: tuple(tps) for m, tps in data.assignment.items()}
                 self.rebalance = None
+                if self.requesting is not None:
+                    self._request_owned()
             case AssignmentNotTakenUp():
                 held = self._not_taken_up(data)
+                if (
+                    held is not None
+                    and self.requesting is not None
+                    and data.member_id in self.members
+                ):
+                    self._request_member(data.member_id)
                 if self.applied is not None:
                     previous = {} if held is None else {data.member_id: held}
                     self.applied.append(
@@ -298,48 +314,24 @@ class GroupState:
         ``generation`` that event's generation (``None`` for a member it did not name),
         but for a member that did not take it up (``held_from``).
 
-        A decision changes few members' records and owned partitions, so a member's
-        subscription is made again only when one of them changed; otherwise the one of
-        the fold's previous request is given again, its generation set. A request is
-        therefore to be used (assigned) before the next is made of the same fold.
+        The first request makes every member's subscription; from then on ``apply`` keeps
+        them up to date (a member's made again when its record changes, every member's
+        ``owned`` and ``generation`` set in place by an ``AssignmentCompleted``), so a
+        request costs a copy of the member map, not a pass of Python over the members.
+        A request is therefore to be used (assigned) before the fold applies its next
+        event: its subscriptions are the fold's.
         """
-        from kstore.assignors._contract import AssignmentRequest, MemberSubscription, check_total
+        from kstore.assignors._contract import AssignmentRequest, check_total
 
         # Built without validation: every value comes from validated events, and
         # checking 10,000 owned partitions again would cost as much as assigning them.
         # ``assign`` still checks the strategy; the size is checked here.
         check_total(self.topics)
-        all_fields = _all_fields()
-        assignment, latest, made = self.assignment, self.generation, self.subscriptions
-        held_from = self.held_from
-        members = {}
-        for member_id, member in self.members.items():
-            owned = assignment.get(member_id)
-            known = made.get(member_id)
-            generation = held_from.get(member_id, latest) if held_from else latest
-            if known is not None and known[0] is member and known[1] == owned:
-                sub = known[2]
-                sub.__dict__["generation"] = generation if owned is not None else None
-            else:
-                sub = _new(MemberSubscription)
-                _set(
-                    sub,
-                    "__dict__",
-                    {
-                        "topics": list(member.topics),
-                        "owned": list(owned) if owned is not None else [],
-                        "generation": generation if owned is not None else None,
-                        "rack": member.rack,
-                        "instance_id": member.instance_id,
-                    },
-                )
-                _set(sub, "__pydantic_fields_set__", all_fields)
-                _set(sub, "__pydantic_extra__", None)
-                _set(sub, "__pydantic_private__", None)
-                made[member_id] = (member, owned, sub)
-            members[member_id] = sub
-        if len(made) > 2 * len(members) + 16:  # members gone long since: forgotten
-            self.subscriptions = {m: made[m] for m in members}
+        requesting = self.requesting
+        if requesting is None:
+            requesting = self.requesting = {}
+            for member_id in self.members:
+                self._request_member(member_id)
         # A recorded placement can list more partitions than the topic has now (an odd
         # fact, stored as it was); the contract wants one entry per existing partition.
         racks = {
@@ -351,8 +343,49 @@ class GroupState:
             strategy=strategy,
             topics=dict(self.topics),
             partition_racks=racks or None,
-            members=members,
+            members=dict(requesting),
         )
+
+    def _request_member(self, member_id: str) -> None:
+        """Make ``member_id``'s subscription in ``requesting`` anew (its place kept)."""
+        from kstore.assignors._contract import MemberSubscription
+
+        assert self.requesting is not None
+        member = self.members[member_id]
+        owned = self.assignment.get(member_id)
+        sub = _new(MemberSubscription)
+        _set(
+            sub,
+            "__dict__",
+            {
+                "topics": list(member.topics),
+                "owned": list(owned) if owned is not None else [],
+                "generation": None
+                if owned is None
+                else self.held_from.get(member_id, self.generation),
+                "rack": member.rack,
+                "instance_id": member.instance_id,
+            },
+        )
+        _set(sub, "__pydantic_fields_set__", _all_fields())
+        _set(sub, "__pydantic_extra__", None)
+        _set(sub, "__pydantic_private__", None)
+        self.requesting[member_id] = sub
+
+    def _request_owned(self) -> None:
+        """After an ``AssignmentCompleted``: every member's ``owned`` and ``generation``
+        in ``requesting`` set in place (``held_from`` is empty)."""
+        assert self.requesting is not None
+        assignment, latest = self.assignment, self.generation
+        for member_id, sub in self.requesting.items():
+            owned = assignment.get(member_id)
+            values = sub.__dict__
+            if owned is None:
+                values["owned"] = []
+                values["generation"] = None
+            else:
+                values["owned"] = list(owned)
+                values["generation"] = latest
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``kstore state``, snapshots): ``from_dict`` reads it back."""
@@ -432,7 +465,7 @@ def _read_shares(raw: dict[str, list[list[Any]]]) -> dict[str, tuple[TopicPartit
 @functools.cache
 def _all_fields() -> set[str]:
     """For ``MemberSubscription.model_construct`` with every field given, at a quarter
-    of its cost: a decision builds one per member, and ``model_construct``'s per-field
+    of its cost: a request once built one per member, and ``model_construct``'s per-field
     defaults and aliases were most of a simulation's time. Every subscription shares one
     set of field names: it names all fields, so pydantic (which only ever adds to it,
     and copies it before a ``model_copy``) never changes it. The assignors' contract is

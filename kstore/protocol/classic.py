@@ -30,7 +30,7 @@ generation never ends between the two (Kafka would then skip a generation).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -74,19 +74,31 @@ def select_protocol(members: Sequence[tuple[str, Sequence[str]]]) -> str:
     """Kafka's vote: ``members`` as (member id, protocols in preference order), in the
     order they were added to the group.
     """
-    # Members mostly share a few preference lists: count those, not every member's.
-    lists = Counter(tuple(protocols) for _, protocols in members)
+    return vote(Counter(tuple(protocols) for _, protocols in members), lambda: members)
+
+
+def vote(
+    lists: Mapping[tuple[str, ...], int],
+    members: Callable[[], Sequence[tuple[str, Sequence[str]]]],
+) -> str:
+    """``select_protocol`` from the members' preference lists, each with how many members
+    give it (members mostly share a few lists: a group keeps their count as it changes);
+    ``members()`` gives the members as ``select_protocol`` takes them, asked for only
+    when a tie is to be broken."""
+    given = {protocols: n for protocols, n in lists.items() if n}
+    size = sum(given.values())
     counts: Counter[str] = Counter()
-    for protocols, n in lists.items():
+    for protocols, n in given.items():
         for name in protocols:
             counts[name] += n
-    candidates = {name for name, count in counts.items() if count == len(members)}
-    choices = {next(name for name in protocols if name in candidates) for protocols in lists}
+    candidates = {name for name, count in counts.items() if count == size}
+    choices = {next(name for name in protocols if name in candidates) for protocols in given}
     if len(choices) == 1:
         return choices.pop()  # no tie to break: the order of the votes does not matter
-    by_id = dict(members)
+    voters = members()
+    by_id = dict(voters)
     votes: dict[str, int] = {}
-    for member_id in hash_order([m for m, _ in members]):
+    for member_id in hash_order([m for m, _ in voters]):
         choice = next(name for name in by_id[member_id] if name in candidates)
         votes[choice] = votes.get(choice, 0) + 1
     best = ""
@@ -128,6 +140,8 @@ class ClassicGroupSim(GroupSim):
         self.order: HashSetOrder[str] = HashSetOrder()
         self.protocol_counts: Counter[str] = Counter()
         """How many members support each protocol."""
+        self.preferences: Counter[tuple[str, ...]] = Counter()
+        """The members' protocol lists (in preference order), each with how many give it."""
         self.assigned_topics: dict[str, int] = {}
         """Partition counts of the subscribed topics when the last assignment was made."""
 
@@ -137,10 +151,9 @@ class ClassicGroupSim(GroupSim):
     # --- coordinator: membership ---------------------------------------------------------
 
     def _rebalance_timeout(self) -> int:
-        return max(
-            (m.rebalance_timeout_ms or 0 for m in self.state.members.values()),
-            default=self.settings.max_poll_interval_ms,
-        )
+        """The largest of the members' rebalance timeouts, or the setting when there are
+        none: every member is this simulation's (``_add_member``: the setting)."""
+        return self.settings.max_poll_interval_ms
 
     def _session_timeout(self, member_id: str) -> int:
         member = self.state.members.get(member_id)
@@ -172,6 +185,7 @@ class ClassicGroupSim(GroupSim):
         )
         self.order.add(member_id, string_hash(member_id))
         self.protocol_counts.update(spec.protocols)
+        self.preferences[spec.protocols] += 1
         if self.leader is None:
             self.leader = member_id
         if spec.instance_id is not None:
@@ -189,6 +203,7 @@ class ClassicGroupSim(GroupSim):
         member = self.state.members[member_id]
         self.emit(construct(MemberLeft, member_id=member_id, reason=left))
         self.protocol_counts.subtract(member.protocols or ())
+        self.preferences[member.protocols or ()] -= 1
         self.queue.cancel(f"expire:{member_id}")
         self.order.remove(member_id)
         self.awaiting.discard(member_id)
@@ -285,9 +300,10 @@ class ClassicGroupSim(GroupSim):
             return
         self.queue.cancel(_JOIN_TIMER)
         awaiting = self.awaiting
-        for member_id in [m for m in self.state.members if m not in awaiting]:
-            if self.state.members[member_id].instance_id is None:
-                self._drop_unjoined(member_id)
+        if not self._all_joined():
+            for member_id in [m for m in self.state.members if m not in awaiting]:
+                if self.state.members[member_id].instance_id is None:
+                    self._drop_unjoined(member_id)
         if self.state.members and not self._elect_joined_leader():
             self.queue.schedule(
                 self.now + self._rebalance_timeout(), _JOIN_TIMER, self._complete_join
@@ -307,8 +323,9 @@ class ClassicGroupSim(GroupSim):
             self.previous_phase, self.phase = self.phase, EMPTY
             self.awaiting.clear()
             return
-        strategy = select_protocol(
-            [(m, member.protocols or ()) for m, member in self.state.members.items()]
+        strategy = vote(
+            self.preferences,
+            lambda: [(m, member.protocols or ()) for m, member in self.state.members.items()],
         )
         result = assign(self._request(strategy))
         self.emit(

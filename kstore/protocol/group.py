@@ -13,6 +13,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain
+from operator import attrgetter
 
 from kstore._errors import KstoreError
 from kstore.assignors import TopicPartition
@@ -27,6 +29,9 @@ from kstore.protocol.settings import ProtocolSettings
 from kstore.store.writer import stamp
 
 __all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch"]
+
+
+_topics_of = attrgetter("topics")
 
 
 class ResumeMismatch(KstoreError):
@@ -174,7 +179,7 @@ class GroupSim:
 
     def subscribed_counts(self) -> dict[str, int]:
         """Partition counts of the existing topics some member subscribes to, by name."""
-        topics = {t for m in self.state.members.values() for t in m.topics}
+        topics = set(chain.from_iterable(map(_topics_of, self.state.members.values())))
         return {t: n for t, n in sorted(self.state.topics.items()) if t in topics}
 
     # --- the cluster -------------------------------------------------------------------

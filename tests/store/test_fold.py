@@ -126,7 +126,10 @@ def test_each_request_is_a_fresh_folds(events: list[Event]) -> None:
         assert state.to_request("sticky") == fresh
 
 
-def test_a_decision_remakes_only_the_members_it_changed() -> None:
+def test_the_fold_keeps_the_request_up_to_date() -> None:
+    # After the first request, events change the members' subscriptions where they are:
+    # a decision sets each one's owned partitions and generation, a changed record makes
+    # that member's anew, a member that leaves is dropped; a request copies the map.
     state = fold(history())
     first = state.to_request("range")
     decision = AssignmentCompleted(
@@ -137,8 +140,16 @@ def test_a_decision_remakes_only_the_members_it_changed() -> None:
     state.apply(make_event(RebalanceStarted(generation=2, reason="join")))
     state.apply(make_event(decision))
     second = state.to_request("range")
-    assert second.members["a"] is first.members["a"]  # the same partitions: kept
+    assert second.members is not first.members
+    assert second.members["a"] is first.members["a"]
     assert second.members["a"].generation == 2
-    assert second.members["b2"] is not first.members["b2"]
+    assert second.members["b2"] is first.members["b2"]  # set in place
     assert second.members["b2"].owned == [("orders", 2)]
     assert second.members["c"].owned == [] and second.members["c"].generation == 2
+    state.apply(make_event(SubscriptionChanged(member_id="c", topics=["orders"])))
+    state.apply(make_event(MemberLeft(member_id="a", reason="leave")))
+    third = state.to_request("range")
+    assert list(third.members) == ["b2", "c"]
+    assert third.members["c"] is not second.members["c"]
+    assert third.members["c"].topics == ["orders"] and third.members["c"].generation == 2
+    assert third == GroupState.from_dict(state.to_dict()).to_request("range")
