@@ -30,7 +30,7 @@ generation never ends between the two (Kafka would then skip a generation).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -265,10 +265,7 @@ class ClassicGroupSim(GroupSim):
             self._complete_join()
             return
         self.queue.schedule(self.now + self._rebalance_timeout(), _JOIN_TIMER, self._complete_join)
-        clients = self.member_clients
-        self._learn_rebalance(
-            [clients[m] for m in self.state.members if m not in self.awaiting and m in clients]
-        )
+        self._learn_rebalance(self.state.members, self.awaiting)
 
     def _schedule_initial(self, delay: int, remaining: int) -> None:
         def fire() -> None:
@@ -401,28 +398,30 @@ class ClassicGroupSim(GroupSim):
                 if revoked:
                     self.release(client, revoked)
                     rejoin = (client, client.life)
-                    yield now + self.settings.poll_ms, f"rejoin:{client.spec.name}", rejoin
+                    yield now + self.settings.poll_ms, client.rejoin_key, rejoin
             taken.append((member_id, tps))
             client.owned.update(tps)
         ledger.acquire_each(taken, now)
 
     # --- members: rejoining -----------------------------------------------------------------
 
-    def _learn_rebalance(self, clients: list[Client]) -> None:
-        """REBALANCE_IN_PROGRESS on each client's next heartbeat, its JoinGroup from its
-        next poll."""
+    def _learn_rebalance(self, member_ids: Iterable[str], joined: Container[str] = ()) -> None:
+        """REBALANCE_IN_PROGRESS on the next heartbeat of each member's client (those in
+        ``joined`` aside), its JoinGroup from its next poll."""
         # Every member of every rebalance passes through here: ``next_tick`` and
         # ``connected`` inline.
         now, interval, poll = self.now, self.heartbeat_interval(), self.settings.poll_ms
+        clients = self.member_clients
         entries = []
-        for c in clients:
-            if c.alive and now >= c.cut_until:
+        for member_id in member_ids:
+            if member_id in joined:
+                continue
+            c = clients.get(member_id)
+            if c is not None and c.alive and now >= c.cut_until:
                 phase = c.phase
                 tick = phase + max(-((phase - now) // interval), 0) * interval
                 busy = c.busy_until
-                entries.append(
-                    ((tick if tick > busy else busy) + poll, f"rejoin:{c.spec.name}", (c, c.life))
-                )
+                entries.append(((tick if tick > busy else busy) + poll, c.rejoin_key, (c, c.life)))
         self.queue.schedule_each(entries, self._rejoin_rebalancing)
 
     def _rejoin_rebalancing(self, due: Iterator[tuple[Client, int]]) -> None:
@@ -486,9 +485,7 @@ class ClassicGroupSim(GroupSim):
         client.life += 1
         life = client.life
         at = max(self.now, client.busy_until) + self.settings.poll_ms
-        self.queue.schedule(
-            at, f"rejoin:{client.spec.name}", lambda: self._join_new_if(client, life)
-        )
+        self.queue.schedule(at, client.rejoin_key, lambda: self._join_new_if(client, life))
 
     def _join_new_if(self, client: Client, life: int) -> None:
         if client.life == life and client.connected(self.now):
@@ -592,7 +589,7 @@ class ClassicGroupSim(GroupSim):
         life = client.life
         self.queue.schedule(
             max(self.now, client.busy_until) + self.settings.poll_ms,
-            f"rejoin:{client.spec.name}",
+            client.rejoin_key,
             lambda: self._resubscribe(client, life),
         )
 
@@ -678,8 +675,8 @@ class ClassicGroupSim(GroupSim):
             self._schedule_rejoin_as_new(client)
             return
         self.queue.cancel(f"expire:{member_id}")
-        if self.phase == PREPARING and member_id not in self.awaiting:
-            self._learn_rebalance([client])
+        if self.phase == PREPARING:
+            self._learn_rebalance((member_id,), self.awaiting)
 
     def on_coordinator_moved(self) -> None:
         # The new coordinator loads the group from the log (here: the fold) and gives

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -9,6 +10,14 @@ from typing import Any
 __all__ = ["EventQueue"]
 
 Action = Callable[[], None]
+
+
+def _time(item: tuple[int, int, str, Any]) -> int:
+    return item[0]
+
+
+def _when(item: tuple[int, int, str, Any]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 class _Batch:
@@ -136,23 +145,37 @@ class EventQueue:
         items, live = batch.items, self._live
         end = len(items)
         limit = self._first()
-        while True:
-            pos = batch.pos
-            while pos < end and live.get(items[pos][2]) != items[pos][1]:
-                pos += 1
-            batch.pos = pos
-            if pos == end:
-                return
+        stop = self._stop(items, until, limit)
+        pos = batch.pos
+        while pos < end:
             at, seq, key, arg = items[pos]
-            if (until is not None and at > until) or (limit is not None and (at, seq) > limit):
-                return
-            batch.pos = pos + 1
+            if live.get(key) != seq:
+                pos += 1
+                continue
+            if pos >= stop:
+                break
+            pos += 1
+            batch.pos = pos
             del live[key]
             self.now = at
             mark = self._seq
             yield arg
             if self._seq != mark:
-                limit = self._first()
+                stop = self._stop(items, until, self._first())
+        batch.pos = pos
+
+    @staticmethod
+    def _stop(
+        items: list[tuple[int, int, str, Any]], until: int | None, limit: tuple[int, int] | None
+    ) -> int:
+        """Where a batch's run ends: its first item after ``until`` or after ``limit``
+        (the time and sequence number of the first other live entry)."""
+        stop = len(items)
+        if until is not None:
+            stop = bisect.bisect_right(items, until, key=_time)
+        if limit is not None:
+            stop = min(stop, bisect.bisect_left(items, limit, key=_when))
+        return stop
 
     def _first(self) -> tuple[int, int] | None:
         """Time and sequence number of the first live entry, or ``None``."""

@@ -115,10 +115,15 @@ class ConsumerGroupSim(GroupSim):
         )
         self.ledger.add_topics(self.subscribed_counts(), self.now)
         # Every member's next heartbeat, as one batch: run after run of them is one step.
+        # ``next_tick`` inline.
         after, interval, clients = self.now + 1, self.heartbeat_interval(), self.member_clients
         self.queue.schedule_each(
             [
-                (self.next_tick(c, after, interval), f"heartbeat:{c.spec.name}", (c, c.life))
+                (
+                    c.phase + max(-((c.phase - after) // interval), 0) * interval,
+                    c.heartbeat_key,
+                    (c, c.life),
+                )
                 for c in map(clients.get, self.state.members)
                 if c is not None
             ],
@@ -147,12 +152,13 @@ class ConsumerGroupSim(GroupSim):
             else self.next_tick(client, self.now + 1, self.heartbeat_interval())
         )
         life = client.life
-        self.queue.schedule(
-            when, f"heartbeat:{client.spec.name}", lambda: self._heartbeat(client, life)
-        )
+        self.queue.schedule(when, client.heartbeat_key, lambda: self._heartbeat(client, life))
 
     def _heartbeat(self, client: Client, life: int) -> None:
-        if client.life != life or not client.connected(self.now):
+        # Every member's heartbeat after every epoch bump passes through here: the session
+        # refresh, ``connected`` and a stable member's reconciliation (nothing) inline.
+        queue = self.queue
+        if client.life != life or not client.alive or queue.now < client.cut_until:
             return
         member_id = client.member_id
         if member_id is None or member_id not in self.state.members:
@@ -160,12 +166,10 @@ class ConsumerGroupSim(GroupSim):
             self.release(client, client.owned)
             self._join(client)
             return
-        self._refresh_session(client)
-        self._reconcile(client, member_id)
-
-    def _refresh_session(self, client: Client) -> None:
-        assert client.member_id is not None
-        self.queue.cancel(f"expire:{client.member_id}")
+        queue.cancel(f"expire:{member_id}")  # the session goes on
+        member = self.epochs[member_id]
+        if member.state != STABLE or member.epoch != (self.state.generation or 0):
+            self._reconcile(client, member_id)
 
     def _reconcile(self, client: Client, member_id: str) -> None:
         member = self.epochs[member_id]
@@ -175,8 +179,11 @@ class ConsumerGroupSim(GroupSim):
             member.revoking = set()
             member.state = STABLE
             self.queue.cancel(f"revoke-timeout:{member_id}")
-        target = set(self.state.assignment.get(member_id, ()))
         if member.epoch == self.group_epoch and member.state == STABLE:
+            return
+        target = set(self.state.assignment.get(member_id, ()))
+        if member.assigned == target:  # most members after a bump: the target is theirs
+            member.epoch, member.state = self.group_epoch, STABLE
             return
         kept = member.assigned & target
         revoking = member.assigned - target
@@ -189,7 +196,8 @@ class ConsumerGroupSim(GroupSim):
         member.assigned = kept | free
         member.epoch = self.group_epoch
         member.state = UNRELEASED if member.assigned != target else STABLE
-        self.acquire(client, free)
+        if free:
+            self.acquire(client, free)
         if member.state == UNRELEASED:
             self._schedule_heartbeat(client)
 
@@ -204,7 +212,7 @@ class ConsumerGroupSim(GroupSim):
 
         self.queue.schedule(
             max(self.now, client.busy_until) + self.settings.poll_ms,
-            f"heartbeat:{client.spec.name}",
+            client.heartbeat_key,
             done,
         )
         timeout = (

@@ -71,6 +71,14 @@ class Client:
     """When its heartbeats stopped reaching the coordinator (crash, cut off, poll timeout)."""
     owned: set[TopicPartition] = field(default_factory=set)
     """The partitions the client holds now (revoked ones gone, new ones not yet arrived)."""
+    rejoin_key: str = field(init=False)
+    """The keys of its JoinGroup's and its heartbeat's timers (its name is for life: made
+    once)."""
+    heartbeat_key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rejoin_key = f"rejoin:{self.spec.name}"
+        self.heartbeat_key = f"heartbeat:{self.spec.name}"
 
     def connected(self, now: int) -> bool:
         return self.alive and now >= self.cut_until
