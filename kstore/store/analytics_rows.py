@@ -23,8 +23,9 @@ Tables (one set of rows per E, keyed by its stream and version):
   restricted to the topic's partitions (they add up to E's numbers), ``subscribers``
   (members at E subscribing to it) and ``imbalance`` (max - min of their partitions of
   the topic; NULL without subscribers);
-- ``kstore_members_at``: the members of the group at E (the fold's), one row per
-  subscribed topic (``topic`` NULL for a member subscribing to nothing);
+- ``kstore_members_at`` (a view over ``kstore_member_spans``): the members of the group
+  at E (the fold's), one row per subscribed topic (``topic`` NULL for a member
+  subscribing to nothing); listed here (``Listed``), stored as spans;
 - ``kstore_topics_at``: the topics that exist at E with their partition counts;
 - ``kstore_double_assignments``: each (partition, member) of a partition E assigns to
   more than one member;
@@ -52,10 +53,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANALYTICS_COLUMNS",
+    "MEMBER_SPANS",
     "ROW_KEY",
     "Coded",
     "Decision",
     "Entries",
+    "Listed",
     "RowKey",
     "analytics_tables",
     "coded",
@@ -68,8 +71,12 @@ __all__ = [
 ROW_KEY = ("cluster", "group_id", "timeline", "version")
 RowKey = tuple[str, str, str, int]
 """An event's stream and version: the columns that key every projection row of it."""
-ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {table: columns(table) for table in ANALYTICS}
-"""Table -> its columns, in the catalogue's order (``kstore.store.catalogue``)."""
+MEMBER_SPANS = "kstore_member_spans"
+ANALYTICS_COLUMNS: dict[str, tuple[str, ...]] = {
+    table: columns(table) for table in ANALYTICS if table != MEMBER_SPANS
+}
+"""Table -> its columns, in the catalogue's order (``kstore.store.catalogue``): the
+analytics tables of rows of their own (``kstore_member_spans`` apart)."""
 
 _Ints = npt.NDArray[np.int64]
 _NONE = np.iinfo(np.int64).max
@@ -330,9 +337,18 @@ def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
 _ARROW_FROM = 1000
 
 
-def analytics_tables(entries: Entries) -> dict[str, pa.Table]:
-    """The ``ANALYTICS_COLUMNS`` tables' rows of a batch of decisions."""
-    return _Analytics(entries).tables()
+class Listed(NamedTuple):
+    """Rows listed per decision: row ``r`` is of decision ``of[r]``; its text coded."""
+
+    of: _Ints
+    columns: dict[str, Coded]
+
+
+def analytics_tables(entries: Entries) -> tuple[dict[str, pa.Table], Listed]:
+    """The ``ANALYTICS_COLUMNS`` tables' rows of a batch of decisions, and its
+    ``kstore_members_at`` rows (``member``, ``topic``)."""
+    analytics = _Analytics(entries)
+    return analytics.tables(), analytics.members_at()
 
 
 class _Analytics:
@@ -359,7 +375,10 @@ class _Analytics:
             for table, cols in ANALYTICS_COLUMNS.items()
             if table in _LISTED
         }
-        members_at = self.rows["kstore_members_at"][1]
+        self.listed: list[int] = []
+        """How many ``kstore_members_at`` rows each E lists (``members_at``)."""
+        members_at: dict[str, list[Any]] = {"member": [], "topic": []}
+        self.listed_members = members_at
         topics_at = self.rows["kstore_topics_at"][1]
         doubled = self.rows["kstore_double_assignments"][1]
         gone = self.rows["kstore_revocations"][1]
@@ -390,11 +409,11 @@ class _Analytics:
             self.revoked.extend(per_topic.values())
             at_e.append([mcode[m] for m in members])
             pairs.append([tcode[t] * count + mcode[m] for m, ts in subscribed.items() for t in ts])
-            self._listed(
-                "kstore_members_at",
-                [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))],
-                members_at,
-            )
+            at = [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))]
+            self.listed.append(len(at))
+            if at:
+                for values, column in zip(zip(*at, strict=True), members_at.values(), strict=True):
+                    column.extend(values)
             self._listed("kstore_topics_at", list(topics.items()), topics_at)
             self._listed("kstore_double_assignments", _doubled(d), doubled)
             self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
@@ -457,6 +476,10 @@ class _Analytics:
         at_e_event = np.repeat(events, [len(ms) for ms in at_e])
         self.at_e[self.member_base[at_e_event] + _flat_ints(at_e)] = True
         self.member_event = member_event
+
+    def members_at(self) -> Listed:
+        of = np.repeat(np.arange(len(self.listed), dtype=np.int64), self.listed)
+        return Listed(of, {name: coded(v) for name, v in self.listed_members.items()})
 
     def _of_topics(self, mask: _Bools) -> _Ints:
         return np.bincount(self.topic[mask], minlength=self.topics)
@@ -523,7 +546,6 @@ class _Analytics:
 
 
 _LISTED = (
-    "kstore_members_at",
     "kstore_topics_at",
     "kstore_double_assignments",
     "kstore_revocations",

@@ -38,6 +38,7 @@ REVISIONS: tuple[str, ...] = (
     "0005_rebalance_stats",
     "0006_log_without_indexes",
     "0007_assignment_spans",
+    "0007_member_spans",
 )
 """The migrations' revision ids, oldest first (``kstore/store/migrations/versions``)."""
 HEAD = REVISIONS[-1]
@@ -131,7 +132,13 @@ TABLES: dict[str, tuple[Col, ...]] = {
         *_ints("double_assigned", "subscribers"),
         Col("imbalance", "int32", nullable=True),
     ),
-    "kstore_members_at": (*_KEY, Col("member", "string"), Col("topic", "string", nullable=True)),
+    "kstore_member_spans": (
+        *_STREAM,
+        Col("member", "string"),
+        Col("topic", "string", nullable=True),
+        Col("from_version", "int32"),
+        Col("to_version", "int32", nullable=True),
+    ),
     "kstore_topics_at": (*_KEY, Col("topic", "string"), Col("partitions", "int32")),
     "kstore_double_assignments": (
         *_KEY,
@@ -158,6 +165,9 @@ VIEWS: dict[str, tuple[Col, ...]] = {
         Col("topic", "string"),
         Col("partition", "int32"),
     ),
+    # One row per (AssignmentCompleted, member at it, topic it subscribes to), as the
+    # spans say (migration 0007_member_spans).
+    "kstore_members_at": (*_KEY, Col("member", "string"), Col("topic", "string", nullable=True)),
 }
 """The views over the tables, their columns in order and their kinds."""
 
@@ -165,7 +175,7 @@ VIEWS: dict[str, tuple[Col, ...]] = {
 ANALYTICS: tuple[str, ...] = (
     "kstore_rebalance_stats",
     "kstore_topic_stats",
-    "kstore_members_at",
+    "kstore_member_spans",
     "kstore_topics_at",
     "kstore_double_assignments",
     "kstore_revocations",

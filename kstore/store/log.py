@@ -58,7 +58,7 @@ from kstore.store.interface import (
     StoredEvent,
     StreamInfo,
 )
-from kstore.store.projections import PROJECTED, SPANS, Projector, Spans, StreamHead
+from kstore.store.projections import PROJECTED, Projector, Spans, StreamHead
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -278,18 +278,22 @@ _AFTER = (
 """The log's rows after a position (the first parameter), at most a number of them."""
 
 _KEY_COLUMNS = (*_STREAM_COLUMNS, "version")
-_SAME_STREAM = " AND ".join(f"{{0}}.{c} = s.{c}" for c in _STREAM_COLUMNS)
-_OPEN_SPANS = (
-    "SELECT s.rowid AS rowid, c.run AS run, f.version AS version "
-    "FROM kstore_assignment_spans s "
-    f"JOIN _kstore_firsts f ON {_SAME_STREAM.format('f')} "
-    f"LEFT JOIN _kstore_continuing c ON {_SAME_STREAM.format('c')} AND c.member = s.member "
-    'AND c.topic = s.topic AND c."partition" = s."partition" AND c.listing = s.listing '
-    "WHERE s.to_version IS NULL"
-)
-"""The spans open before a batch of the streams that have a decision in it
-(``_kstore_firsts``: the first one's version), each with the batch's span that starts
-at that decision and goes on with it (``_kstore_continuing``: ``run``, its index)."""
+
+
+def _open_spans(spans: Spans) -> str:
+    """The spans of ``spans``' table open before a batch, of the streams that have a
+    decision in it (``_kstore_firsts``: the first one's version), each with the batch's
+    span that starts at that decision and goes on with it (``_kstore_continuing``:
+    ``run``, its index)."""
+    stream = " AND ".join(f"{{0}}.{c} = s.{c}" for c in _STREAM_COLUMNS)
+    same = " AND ".join(f"c.{_q(c)} IS NOT DISTINCT FROM s.{_q(c)}" for c in spans.listed)
+    return (
+        f"SELECT s.rowid AS rowid, c.run AS run, f.version AS version FROM {spans.name} s "
+        f"JOIN _kstore_firsts f ON {stream.format('f')} "
+        f"LEFT JOIN _kstore_continuing c ON {stream.format('c')} AND {same} "
+        "WHERE s.to_version IS NULL"
+    )
+
 
 _Page = TypeVar("_Page", list[tuple[Any, ...]], pa.Table)
 
@@ -650,7 +654,8 @@ class Store:
         (whose events before these are stored)."""
         for table in PROJECTED:
             conn.insert(table, projector.arrow(table))
-        self._store_spans(conn, projector.spans(), earlier)
+        for spans in projector.spans():
+            self._store_spans(conn, spans, earlier)
 
     def _store_spans(self, conn: _Conn, spans: Spans, earlier: Set[StreamId]) -> None:
         """A batch's spans (``Spans``) merged with those stored: a span open before the
@@ -669,7 +674,7 @@ class Store:
                 conn.registered("_kstore_firsts", starts),
                 conn.registered("_kstore_continuing", continuing),
             ):
-                found = conn._db.execute(_OPEN_SPANS).fetchnumpy()
+                found = conn._db.execute(_open_spans(spans)).fetchnumpy()
             run = np.ma.masked_array(found["run"])  # masked: no span of the batch goes on
             goes_on = ~np.ma.getmaskarray(run)
             runs = np.ma.getdata(run)[goes_on].astype(np.int64)
@@ -688,10 +693,10 @@ class Store:
                 )
                 with conn.registered("_kstore_closed", closed):
                     conn.run(
-                        "UPDATE kstore_assignment_spans SET to_version = c.to_version "
-                        "FROM _kstore_closed c WHERE kstore_assignment_spans.rowid = c.id"
+                        f"UPDATE {spans.name} SET to_version = c.to_version "
+                        f"FROM _kstore_closed c WHERE {spans.name}.rowid = c.id"
                     )
-        conn.insert(SPANS, spans.table(None if keep.all() else np.flatnonzero(keep)))
+        conn.insert(spans.name, spans.table(None if keep.all() else np.flatnonzero(keep)))
 
     def _store_heads(
         self,

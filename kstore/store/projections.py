@@ -23,6 +23,7 @@ it, the ``AssignmentCompleted`` gave the member that share already).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,9 +36,11 @@ from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, Event
 from kstore.model.fold import Applied, GroupState
 from kstore.store.analytics_rows import (
     ANALYTICS_COLUMNS,
+    MEMBER_SPANS,
     Coded,
     Decision,
     Entries,
+    Listed,
     RowKey,
     analytics_tables,
     gathered,
@@ -50,13 +53,16 @@ from kstore.store.catalogue import arrow_schema
 if TYPE_CHECKING:
     from kstore.assignors import TopicPartition
 
-__all__ = ["PROJECTED", "Projector", "Spans", "StreamHead"]
+__all__ = ["PROJECTED", "SPANNED", "Projector", "Spans", "StreamHead"]
 
 PROJECTED = ("kstore_ownership", *ANALYTICS_COLUMNS)
 """The tables a ``Projector`` fills with rows of their own, in the order they are
-stored (``kstore_assignment_spans`` apart: ``Projector.spans``)."""
+stored (the ``SPANNED`` tables apart: ``Projector.spans``)."""
 
+_Ints = npt.NDArray[np.int64]
 SPANS = "kstore_assignment_spans"
+SPANNED = (SPANS, MEMBER_SPANS)
+"""The tables of spans (``Projector.spans``)."""
 
 
 @dataclass(slots=True)
@@ -111,7 +117,7 @@ class Projector:
         """What the events fed since the tables were last made leave to project."""
         self._entries = 0
         self._tables: dict[str, pa.Table] = {}
-        self._spans: Spans | None = None
+        self._spans: list[Spans] | None = None
 
     def rows(self) -> int:
         """About how many rows the events fed make (their assignment rows, one more per
@@ -180,25 +186,39 @@ class Projector:
         found = self._tables.get(table)
         return found if found is not None else arrow_schema(table).empty_table()
 
-    def spans(self) -> Spans:
-        """The spans of the ``AssignmentCompleted`` events fed, as if none was open
-        before the first of each stream (``Spans``). A projector's spans are made once,
-        after all its events are fed."""
+    def spans(self) -> list[Spans]:
+        """The spans (``kstore_assignment_spans``, ``kstore_member_spans``) of the
+        ``AssignmentCompleted`` events fed, as if none was open before the first of each
+        stream (``Spans``). A projector's spans are made once, after all its events."""
         self.arrow(SPANS)
-        return self._spans if self._spans is not None else Spans(Entries([]))
+        if self._spans is None:
+            self._spans = _spans(Entries([]), Listed(np.zeros(0, dtype=np.int64), {}))
+        return self._spans
 
     def _made(self) -> dict[str, pa.Table]:
         entries = Entries([d for d in self._read if isinstance(d, Decision)])
-        made = analytics_tables(entries)
+        made, members_at = analytics_tables(entries)
         if self._log_rows:
             if self._spans is not None and entries.decisions:
                 raise RuntimeError("a projector's spans are made once, after all its events")
-            self._spans = Spans(entries)
+            self._spans = _spans(entries, members_at)
             made["kstore_ownership"] = _ownership(self._read, entries)
         return made
 
 
-_Ints = npt.NDArray[np.int64]
+def _spans(entries: Entries, members_at: Listed) -> list[Spans]:
+    keys = [d.key for d in entries.decisions]
+    assigned: dict[str, Coded | _Ints] = {
+        "member": Coded(entries.owner, entries.owner_names),
+        "topic": Coded(entries.topic, entries.topic_names),
+        "partition": entries.number,
+        "listing": entries.listing,
+    }
+    return [
+        Spans(SPANS, keys, entries.event, assigned),
+        Spans(MEMBER_SPANS, keys, members_at.of, members_at.columns),
+    ]
+
 
 
 def _stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
@@ -231,20 +251,29 @@ def _stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
 
 
 class Spans:
-    """The rows of ``kstore_assignment_spans`` that a batch of decisions makes, as if no
-    span was open before it: a span per unbroken run of a stream's decisions in the
-    batch that list a member with a partition (its ``listing``-th time), from the first
-    (``from_version``) to the next one that does not (``to_version``; NULL: the run
-    reaches the batch's end). Columnar, one sort of the batch's entries.
+    """The rows of a spans table (``kstore_assignment_spans``, ``kstore_member_spans``)
+    that a batch of decisions makes, as if no span was open before it: a span per
+    unbroken run of a stream's decisions in the batch that list a row of the same
+    values (``listed``: a member and partition and its ``listing``; a member and
+    topic), from the first (``from_version``) to the next one that does not
+    (``to_version``; NULL: the run reaches the batch's end). Columnar, one sort of the
+    batch's listed rows (row ``r`` of decision ``of[r]`` of those keyed ``keys``).
 
     ``head`` marks the spans that start at their stream's first decision of the batch
     (one that a span open before the batch continues, if there is one); ``firsts`` is
     each stream's first decision in the batch (its key). The store merges them with
     the spans it holds (``Store._store_spans``)."""
 
-    def __init__(self, entries: Entries) -> None:
-        decisions = entries.decisions
-        keys = [d.key for d in decisions]
+    def __init__(
+        self,
+        table: str,
+        keys: Sequence[RowKey],
+        listed_of: _Ints,
+        listed: Mapping[str, Coded | _Ints],
+    ) -> None:
+        self.name = table
+        self.listed = tuple(listed)
+        """The columns that tell spans apart (within a stream)."""
         streams: dict[tuple[str, str, str], int] = {}
         of = np.array([streams.setdefault(k[:3], len(streams)) for k in keys], dtype=np.int64)
         version = np.array([k[3] for k in keys], dtype=np.int64)
@@ -252,11 +281,11 @@ class Spans:
         by_stream = np.argsort(of, kind="stable")
         counts = np.bincount(of, minlength=len(streams))
         base = offsets(counts)
-        place = np.empty(len(decisions), dtype=np.int64)
-        place[by_stream] = np.arange(len(decisions), dtype=np.int64) - np.repeat(base, counts)
-        event = entries.event
+        place = np.empty(len(keys), dtype=np.int64)
+        place[by_stream] = np.arange(len(keys), dtype=np.int64) - np.repeat(base, counts)
+        event = listed_of
         order, changed = _stable_groups(
-            [of[event], entries.owner, entries.topic, entries.number, entries.listing]
+            [of[event], *(c.codes if isinstance(c, Coded) else c for c in listed.values())]
         )
         at = place[event[order]]
         changed[1:] |= at[1:] != at[:-1] + 1
@@ -277,10 +306,10 @@ class Spans:
             version[to], mask=reaches_end
         )
         self.columns: dict[str, Coded | npt.NDArray[Any]] = {
-            "member": Coded(entries.owner, entries.owner_names).at(first),
-            "topic": Coded(entries.topic, entries.topic_names).at(first),
-            "partition": entries.number[first],
-            "listing": entries.listing[first],
+            name: column.at(first) if isinstance(column, Coded) else column[first]
+            for name, column in listed.items()
+        }
+        self.columns |= {
             "from_version": version[self.of],
             "to_version": self.to_version,
         }
@@ -289,16 +318,16 @@ class Spans:
         return len(self.of)
 
     def table(self, rows: _Ints | None = None) -> pa.Table:
-        """The spans (those of ``rows``: indices) as rows of ``kstore_assignment_spans``."""
+        """The spans (those of ``rows``: indices) as rows of their table."""
         if not len(self):
-            return arrow_schema(SPANS).empty_table()
+            return arrow_schema(self.name).empty_table()
         if rows is None:
-            return keyed_table(SPANS, self.keys, self.of, self.columns)
+            return keyed_table(self.name, self.keys, self.of, self.columns)
         columns = {
             name: column.at(rows) if isinstance(column, Coded) else column[rows]
             for name, column in self.columns.items()
         }
-        return keyed_table(SPANS, self.keys, self.of[rows], columns)
+        return keyed_table(self.name, self.keys, self.of[rows], columns)
 
 
 def _ownership(read: list[Decision | _Replaced], entries: Entries) -> pa.Table:

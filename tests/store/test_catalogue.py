@@ -9,7 +9,7 @@ from kstore.spark._schema import EVENT_COLUMNS, assignment_schema, event_schema
 from kstore.store import catalogue
 from kstore.store.analytics_rows import ANALYTICS_COLUMNS
 from kstore.store.log import Store
-from kstore.store.projections import PROJECTED, SPANS, Projector
+from kstore.store.projections import PROJECTED, SPANNED, Projector
 from kstore.store.schema import metadata
 
 _DUCKDB = {
@@ -47,10 +47,13 @@ def test_the_metadata_and_the_column_lists_come_from_the_catalogue() -> None:
         ]
     for table, columns in ANALYTICS_COLUMNS.items():
         assert columns == catalogue.columns(table)
-    assert {*PROJECTED, SPANS} == set(catalogue.DERIVED) - {"kstore_streams"}
+    assert {*PROJECTED, *SPANNED} == set(catalogue.DERIVED) - {"kstore_streams"}
     for table in PROJECTED:
         assert Projector().arrow(table).schema == catalogue.arrow_schema(table)
-    assert Projector().spans().table().schema == catalogue.arrow_schema(SPANS)
+    spans = Projector().spans()
+    assert [s.name for s in spans] == list(SPANNED)
+    for made in spans:
+        assert made.table().schema == catalogue.arrow_schema(made.name)
 
 
 def test_the_migrated_store_has_the_catalogues_views_in_their_column_order(store: Store) -> None:

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kstore.model import AssignmentCompleted, Event
+from kstore.model import AssignmentCompleted, Event, GroupState, MemberJoined
 from kstore.store import log
 from kstore.store.interface import ConcurrencyError
 from kstore.store.log import Store
+from kstore.store.projections import SPANNED
 from tests.store.events_gen import make_event, streams
 
 
@@ -40,6 +41,23 @@ def _listed(events: list[Event]) -> Counter[tuple[Any, ...]]:
                 for topic, partition in tps:
                     key = (*event.stream, versions[event.stream], data.generation)
                     rows[(*key, member, topic, partition)] += 1
+    return rows
+
+
+def _members_at(events: list[Event]) -> Counter[tuple[Any, ...]]:
+    """The members of the group at each ``AssignmentCompleted`` (the fold's), a row per
+    topic each subscribes to (None: none), as ``kstore_members_at`` must list them."""
+    rows: Counter[tuple[Any, ...]] = Counter()
+    folds: dict[tuple[str, str, str], GroupState] = {}
+    for event in events:
+        state = folds.setdefault(event.stream, GroupState())
+        state.applied = []
+        state.apply(event)
+        if isinstance(event.data, AssignmentCompleted):
+            (applied,) = state.applied
+            for member, held in applied.members.items():
+                for topic in dict.fromkeys(held.topics) or (None,):
+                    rows[(*event.stream, applied.version, member, topic)] += 1
     return rows
 
 
@@ -71,12 +89,14 @@ def test_the_view_lists_every_decision_in_any_batches_and_after_a_rebuild(
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
     for lo, hi in itertools.pairwise(bounds):
         store.append(events[lo:hi])
-    expected = _listed(events)
+    expected, members = _listed(events), _members_at(events)
     assert Counter(_rows(store, "kstore_assignments")) == expected
-    spans = _rows(store, "kstore_assignment_spans")
+    assert Counter(_rows(store, "kstore_members_at")) == members
+    spans = [_rows(store, table) for table in SPANNED]
     store.rebuild()
-    assert _rows(store, "kstore_assignment_spans") == spans
+    assert [_rows(store, table) for table in SPANNED] == spans
     assert Counter(_rows(store, "kstore_assignments")) == expected
+    assert Counter(_rows(store, "kstore_members_at")) == members
 
 
 def test_a_rebuild_in_many_chunks_closes_the_spans_of_the_chunks_before(
@@ -129,17 +149,20 @@ def test_a_rejected_batch_closes_no_span(store: Store) -> None:
 def test_a_downgrade_stores_the_views_rows_and_an_upgrade_rebuilds_the_spans(
     store: Store,
 ) -> None:
-    events = _sticky(rebalances=6, partitions=20)
+    joined = make_event(MemberJoined(member_id="a", topics=["t", "u"]))
+    events = [joined, *_sticky(rebalances=6, partitions=20)]
     store.append(events)
-    rows = _rows(store, "kstore_assignments")
-    spans = _rows(store, "kstore_assignment_spans")
+    views = ("kstore_assignments", "kstore_members_at")
+    rows = [_rows(store, view) for view in views]
+    assert len(rows[1]) == 6 * 2
+    spans = [_rows(store, table) for table in SPANNED]
     store.migrate("0006_log_without_indexes")
     with duckdb.connect(str(store.path), read_only=True) as connection:
-        kinds = connection.sql(
-            "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'kstore_assign%'"
-        ).fetchall()
-    assert kinds == [("kstore_assignments",)]
-    assert _rows(store, "kstore_assignments") == rows
+        tables = {
+            name for (name,) in connection.sql("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
+    assert set(views) <= tables and not set(SPANNED) & tables
+    assert [_rows(store, view) for view in views] == rows
     store.init()
-    assert _rows(store, "kstore_assignment_spans") == spans
-    assert _rows(store, "kstore_assignments") == rows
+    assert [_rows(store, table) for table in SPANNED] == spans
+    assert [_rows(store, view) for view in views] == rows
