@@ -220,7 +220,6 @@ def _spans(entries: Entries, members_at: Listed) -> list[Spans]:
     ]
 
 
-
 def _stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
     """The order that sorts rows by ``columns`` (integers, the first the most
     significant), stable; and, in that order, whether each row's values differ from the
