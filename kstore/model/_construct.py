@@ -22,16 +22,17 @@ _UNSET: Any = object()
 
 _IMMUTABLE = (type(None), bool, int, float, str, bytes)
 
-_templates: dict[type[BaseModel], tuple[dict[str, Any], int]] = {}
+_templates: dict[type[BaseModel], tuple[dict[str, Any], frozenset[str], int]] = {}
 
 _new = object.__new__
 _set = object.__setattr__
 
 
-def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], int] | None:
-    """Each field's plain default (``_UNSET`` for the others), and how many fields;
-    ``None`` for a model that ``construct`` does not cover (private attributes, a root
-    model, a post-init hook, extra fields allowed, aliases, a mutable default)."""
+def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], frozenset[str], int] | None:
+    """Each field's plain default (``_UNSET`` for the others), the names a call must
+    give, and how many fields; ``None`` for a model that ``construct`` does not cover
+    (private attributes, a root model, a post-init hook, extra fields allowed, aliases,
+    a mutable default)."""
     if (
         cls.__private_attributes__
         or cls.__pydantic_root_model__
@@ -49,7 +50,7 @@ def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], int] | None:
             template[name] = field.default
         else:
             return None
-    return template, len(template)
+    return template, frozenset(n for n, v in template.items() if v is _UNSET), len(template)
 
 
 def construct(cls: type[M], **values: Any) -> M:
@@ -61,10 +62,10 @@ def construct(cls: type[M], **values: Any) -> M:
         if made is None:
             return cls.model_construct(**values)
         known = _templates[cls] = made
-    template, size = known
+    template, required, size = known
     fields = template.copy()
     fields.update(values)
-    if len(fields) != size or _UNSET in fields.values():
+    if len(fields) != size or not values.keys() >= required:
         return cls.model_construct(**values)  # an unknown name, or a field not given
     model = _new(cls)
     _set(model, "__dict__", fields)

@@ -122,6 +122,7 @@ class GroupSim:
         """Running clients' names -> when each was first started (its place in ``clients``)."""
         self._stored = list(stored)
         self._ids = 0
+        self._time_ms, self._time = 0, start
         self._name = str(stream)
         """The first part of each event's id (``event_id(stream, version)``), made once."""
 
@@ -132,7 +133,11 @@ class GroupSim:
         return self.queue.now
 
     def time_at(self, ms: int) -> datetime:
-        return self.start + timedelta(milliseconds=ms)
+        # Events come in runs at one simulated time (a scale step's members, a decision's
+        # events): the last time made is kept.
+        if ms != self._time_ms:
+            self._time_ms, self._time = ms, self.start + timedelta(milliseconds=ms)
+        return self._time
 
     def emit(self, data: EventData) -> Event:
         """Write one event: apply it to the fold and keep it for the store.
