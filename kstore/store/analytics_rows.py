@@ -258,11 +258,11 @@ def keyed_table(
 class Entries:
     """Every entry of a batch of decisions, columnar: ``event`` (the decision it is of),
     ``owner`` (an index into ``owner_names``, the batch's members), ``topic`` (into
-    ``topic_names``), ``number``, ``prev`` (into ``prev_names``; -1: none),
-    ``listing`` (``Decision.listings``), the flags of ``Decision`` (``single``: the only
-    entry of a partition given to one member), and per decision the ``first`` of its
-    entries and of its owners. Local codes, per decision: ``local_owner`` indexes its
-    owners, ``local_prev`` its ``people`` (its owners, then the other previous owners; -1: none)."""
+    ``topic_names``), ``number``, ``listing`` (``Decision.listings``), the flags of
+    ``Decision`` (``single``: the only entry of a partition given to one member), and per
+    decision the ``first`` of its entries and of its owners. Local codes, per decision:
+    ``local_owner`` indexes its owners, ``local_prev`` its ``people`` (its owners, then
+    the other previous owners; -1: none); ``previous`` codes the previous owners."""
 
     def __init__(self, decisions: Sequence[Decision]) -> None:
         self.decisions = decisions
@@ -275,7 +275,6 @@ class Entries:
         topics, numbers = zip(*tps, strict=True) if tps else ((), ())
         self.topic_names, self.topic = _encoded(topics)
         self.number: _Ints = np.array(numbers, dtype=np.int64)
-        self.prev_names, self.prev = _encoded(list(chain.from_iterable(d.prevs for d in decisions)))
         names: dict[str, int] = {}
         codes = [names.setdefault(m, len(names)) for d in decisions for m in d.owners]
         self.owner_names = list(names)
@@ -310,6 +309,16 @@ class Entries:
             local_prev.extend(map(people.get, d.prevs, repeat(-1, len(d.prevs))))
             self.people.append(people)
         self.local_prev: _Ints = np.array(local_prev, dtype=np.int64)
+
+    def previous(self, index: _Ints) -> Coded:
+        """The previous owners (``prev(p)``) of the entries ``index``, coded (-1: none)."""
+        names: dict[str | None, int] = {}
+        codes = [names.setdefault(name, len(names)) for p in self.people for name in p]
+        known = np.array([*codes, -1], dtype=np.int64)  # the last: none
+        base = offsets([len(p) for p in self.people])
+        local = self.local_prev[index]
+        at = np.where(local >= 0, base[self.event[index]] + local, len(codes))
+        return Coded(known[at], [str(name) for name in names])
 
     def changed(self) -> _Ints:
         """Entries of single-owner partitions whose owner is not ``prev(p)``."""
@@ -590,7 +599,10 @@ def _revoked(
     """(member, partition) pairs of ``previous`` that E does not give that member."""
     out: list[tuple[str, TopicPartition]] = []
     for m, tps in previous.items():
-        kept = set(assignment.get(m, ()))
+        now = assignment.get(m, ())
+        if len(now) == len(tps) and tuple(now) == tps:  # the same list: none revoked
+            continue
+        kept = set(now)
         if not kept.issuperset(tps):
             out.extend((m, tp) for tp in dict.fromkeys(tps) if tp not in kept)
     return out

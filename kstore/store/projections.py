@@ -337,7 +337,7 @@ def _ownership(read: list[Decision | _Replaced], entries: Entries) -> pa.Table:
     of = place[entries.event[changed]]
     topic = Coded(entries.topic, entries.topic_names).at(changed)
     partition = entries.number[changed]
-    previous = Coded(entries.prev, entries.prev_names).at(changed)
+    previous = entries.previous(changed)
     owner = Coded(entries.owner, entries.owner_names).at(changed)
     cause = Coded(np.zeros(len(changed), dtype=np.int64), ["AssignmentCompleted"])
     replaced = [(i, r) for i, r in enumerate(read) if isinstance(r, _Replaced)]
