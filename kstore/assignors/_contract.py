@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from itertools import chain, repeat
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -35,6 +36,7 @@ __all__ = [
     "normalise",
     "parse_request",
     "parse_requests",
+    "partition_table",
     "sorted_assignment",
 ]
 
@@ -184,6 +186,12 @@ def _existing_once(owned: list[TopicPartition], topics: dict[str, int]) -> list[
             seen.add(tp)
             kept.append(tp)
     return kept
+
+
+def partition_table(topics: list[str], counts: list[int]) -> list[TopicPartition]:
+    """Every partition of ``topics`` (``counts`` of each), in that order: the pairs an
+    assignor's partition ids (``offset of the topic + partition``) stand for."""
+    return list(chain.from_iterable(map(zip, map(repeat, topics, counts), map(range, counts))))
 
 
 def sorted_assignment(

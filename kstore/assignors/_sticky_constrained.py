@@ -27,7 +27,7 @@ class ConstrainedResult:
     """``owner[pid]`` for every partition; ``transferring``: Kafka's
     ``partitionsTransferringOwnership`` (pid -> new owner)."""
 
-    owner: IntArray
+    owner: list[int]
     transferring: dict[int, int]
 
 
@@ -45,7 +45,8 @@ def _kept_owned(
     """Step 1: kept pids and their members, given-up pids and their previous owners,
     the members under minQuota and the members at minQuota that may take one more."""
     n = len(group.member_ids)
-    pid, member = group.claims.pid, group.claims.member
+    pid = np.asarray(group.claims.pid, dtype=np.int64)
+    member = np.asarray(group.claims.member, dtype=np.int64)
     flat_count = len(pid)
     off_rack = pid[:0]
     off_rack_member = member[:0]
@@ -200,7 +201,7 @@ def constrained_assign(group: StickyGroup) -> ConstrainedResult:
     total = group.total
     owner = np.full(total, -1, dtype=np.int64)
     if n == 0:
-        return ConstrainedResult(owner, {})
+        return ConstrainedResult(owner.tolist(), {})
     quotas = _Quotas(total, n)
     kept_pid, kept_member, given_up, given_up_by, under, at_min = _kept_owned(group, quotas)
     owner[kept_pid] = kept_member
@@ -242,4 +243,4 @@ def constrained_assign(group: StickyGroup) -> ConstrainedResult:
         if group.multiply_claimed:
             hit |= np.isin(pids, np.fromiter(group.multiply_claimed, dtype=np.int64))
         transferring = dict(zip(pids[hit].tolist(), members[hit].tolist(), strict=True))
-    return ConstrainedResult(owner, transferring)
+    return ConstrainedResult(owner.tolist(), transferring)

@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
 
 from kstore._java import HashSetOrder
 from kstore.assignors._sticky_group import NO_RACK, StickyGroup
@@ -50,7 +48,7 @@ class KafkaWouldThrow(Exception):
 
 @dataclass
 class GeneralResult:
-    owner: npt.NDArray[np.int64]
+    owner: list[int]
     hash_sets_treeified: bool
     looping: list[tuple[int, int, int]]
     """Where Kafka never returns (quirk 4): the moves (pid, from, to) of a repeating pass."""
@@ -280,7 +278,7 @@ class _Passes:
 
     def ended(self, owner: list[int], movements: _Movements) -> bool:
         """Record a pass's end; whether an earlier pass ended in the same state."""
-        digest = hashlib.blake2b(np.asarray(owner, dtype=np.int64).tobytes(), digest_size=32)
+        digest = hashlib.blake2b(array("q", owner).tobytes(), digest_size=32)
         digest.update(movements.signature())
         key = digest.digest()
         if key in self._seen:
@@ -314,26 +312,12 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     owner = [-1] * total
     load = [0] * n
     revocation_required = False
-    for m, pids in enumerate(group.claims.by_member()):
-        for pid in pids:
-            if topic_of[pid] not in subscribed[m] or (racks.enabled and racks.mismatch(m, pid)):
-                revocation_required = True
-            else:
-                owner[pid] = m
-                load[m] += 1
-
-    previous: dict[int, int] = {}
-    previous_generation: dict[int, int] = {}
-    for m, pids in enumerate(group.owned.by_member()):
-        gen = group.generation[m]
-        if gen >= group.max_generation:
-            continue
-        for pid in pids:
-            if not kafka_claims and topic_of[pid] not in subscribed[m]:
-                continue
-            if pid not in previous or gen > previous_generation[pid]:
-                previous[pid] = m
-                previous_generation[pid] = gen
+    for pid, m in zip(group.claims.pid, group.claims.member, strict=True):
+        if topic_of[pid] not in subscribed[m] or (racks.enabled and racks.mismatch(m, pid)):
+            revocation_required = True
+        else:
+            owner[pid] = m
+            load[m] += 1
 
     topic_order = sorted(range(len(group.topics)), key=lambda t: (len(topic_subs[t]), t))
     sorted_all = [
@@ -351,9 +335,10 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     remaining = unassigned
     if racks.enabled:
         remaining = _assign_rack_matched(group, unassigned, topic_of, topic_subs, load, give)
-    lightest = _Lightest(load, rank, topic_subs)
-    for pid in remaining:
-        give(pid, lightest.top(topic_of[pid])[2])
+    if remaining:
+        lightest = _Lightest(load, rank, topic_subs)
+        for pid in remaining:
+            give(pid, lightest.top(topic_of[pid])[2])
 
     movable_topic = [len(subs) >= 2 for subs in topic_subs]
     max_load = [sum(group.partition_counts[t] for t in ts) for ts in group.member_topics]
@@ -363,12 +348,30 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
             owned_movable[m] = True
     taking_part = [load[m] < max_load[m] or owned_movable[m] for m in range(n)]
     participants = [m for m in range(n) if taking_part[m]]
+    participant_loads = [load[m] for m in participants]
+    if not participants or max(participant_loads) <= min(participant_loads) + 1:
+        # Balanced already (``isBalanced``'s first test): Kafka's balancing loop stops
+        # before its first partition, so nothing below would move or throw.
+        return GeneralResult(owner, False, [])
     sorted_all = [pid for pid in sorted_all if movable_topic[topic_of[pid]]]
     unassigned = [pid for pid in unassigned if movable_topic[topic_of[pid]]]
     movable_topics_of = [[t for t in ts if movable_topic[t]] for ts in group.member_topics]
 
+    previous: dict[int, int] = {}
+    previous_generation: dict[int, int] = {}
+    for m, pids in enumerate(group.owned.by_member()):
+        gen = group.generation[m]
+        if gen >= group.max_generation:
+            continue
+        for pid in pids:
+            if not kafka_claims and topic_of[pid] not in subscribed[m]:
+                continue
+            if pid not in previous or gen > previous_generation[pid]:
+                previous[pid] = m
+                previous_generation[pid] = gen
+
     before_owner = list(owner)
-    before_score = _balance_score([load[m] for m in participants])
+    before_score = _balance_score(participant_loads)
     movements = _Movements(group)
     lightest = _Lightest(load, rank, topic_subs)
     balance = _Balance(
@@ -441,7 +444,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
         and _balance_score([load[m] for m in participants]) >= before_score
     ):
         owner = before_owner
-    return GeneralResult(np.asarray(owner, dtype=np.int64), movements.treeified, looping)
+    return GeneralResult(owner, movements.treeified, looping)
 
 
 def _assign_rack_matched(

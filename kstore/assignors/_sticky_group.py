@@ -13,13 +13,11 @@ Claims of the same partition by several members are settled as Kafka settles the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import repeat
 
-import numpy as np
-
-from kstore._java import hash_order, string_hash, string_order_key, to_int32
+from kstore._java import hash_order, java_sorted, java_string_key, string_hash, to_int32
 from kstore.assignors._claims import Claims, settle_claims
-from kstore.assignors._contract import AssignmentRequest
+from kstore.assignors._contract import AssignmentRequest, MemberSubscription
 
 __all__ = ["NO_RACK", "Claims", "RackInfo", "StickyGroup", "build_group"]
 
@@ -106,45 +104,39 @@ def _subscriptions_equal(topic_lists: list[list[str]]) -> bool:
     return True
 
 
-def _owned_claims(
-    request: AssignmentRequest, member_ids: list[str], offset_of: dict[str, int]
-) -> Claims:
-    """Every member's owned partitions of the topics taking part, as one flat array."""
-    lists = [request.members[m].owned for m in member_ids]
-    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-    count = int(lengths.sum())
-    member = np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
-    if not count:
-        return Claims(member, member, len(lists))
-    names, partitions = zip(*chain.from_iterable(lists), strict=True)
-    offset = np.fromiter(map(offset_of.get, names, repeat(-1)), dtype=np.int64, count=count)
-    pid = offset + np.fromiter(partitions, dtype=np.int64, count=count)
-    known = offset >= 0
-    return Claims(pid[known], member[known], len(lists))
+def _owned_claims(specs: list[MemberSubscription], offset_of: dict[str, int]) -> Claims:
+    """Every member's owned partitions of the topics taking part, as one flat list."""
+    pid: list[int] = []
+    member: list[int] = []
+    for m, spec in enumerate(specs):
+        if spec.owned:
+            got = [offset + p for t, p in spec.owned if (offset := offset_of.get(t)) is not None]
+            pid += got
+            member += repeat(m, len(got))
+    return Claims(pid, member, len(specs))
 
 
 def _rack_info(
     request: AssignmentRequest,
-    member_ids: list[str],
+    specs: list[MemberSubscription],
     topics: list[str],
     offsets: list[int],
     total: int,
 ) -> RackInfo:
-    subs = request.members
+    no_racks = [NO_RACK] * len(specs)
+    if not any(spec.rack for spec in specs):
+        return RackInfo(False, no_racks, [frozenset()], [], None)
     rack_ids: dict[str, int] = {}
     consumers_on_rack: dict[int, int] = {}
     rack_of: list[int] = []
-    for member in member_ids:
-        rack = subs[member].rack
+    for spec in specs:
+        rack = spec.rack
         if rack:
             rid = rack_ids.setdefault(rack, len(rack_ids))
             consumers_on_rack[rid] = consumers_on_rack.get(rid, 0) + 1
             rack_of.append(rid)
         else:
             rack_of.append(NO_RACK)
-    no_racks = [NO_RACK] * len(member_ids)
-    if not consumers_on_rack:
-        return RackInfo(False, no_racks, [frozenset()], [], None)
     consumer_racks = set(consumers_on_rack)
     set_ids: dict[frozenset[int], int] = {frozenset(): 0}
     partition_set = [0] * total
@@ -173,29 +165,32 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
     """The request as Kafka's sticky assignors see it (see the module docstring)."""
     subs = request.members
     member_ids = hash_order(list(subs))
+    specs = [subs[m] for m in member_ids]
     n = len(member_ids)
-    by_name = sorted(range(n), key=lambda i: string_order_key(member_ids[i]))
+    key = java_string_key(member_ids)
+    names: list[str] | list[str | bytes] = member_ids if key is str else list(map(key, member_ids))
+    by_name = sorted(range(n), key=names.__getitem__)
     name_rank = [0] * n
     for rank, m in enumerate(by_name):
         name_rank[m] = rank
 
     existing = request.topics
     subscribed: set[str] = set()
-    for sub in subs.values():
-        subscribed.update(sub.topics)
-    topics = sorted(subscribed.intersection(existing), key=string_order_key)
+    for spec in specs:
+        subscribed.update(spec.topics)
+    topics = java_sorted(subscribed.intersection(existing))
     counts = [existing[t] for t in topics]
     offsets: list[int] = []
     total = 0
     for c in counts:
         offsets.append(total)
         total += c
-    offset_of = {t: offsets[i] for i, t in enumerate(topics)}
+    offset_of = dict(zip(topics, offsets, strict=True))
 
-    generation = [-1 if g is None else g for g in (subs[m].generation for m in member_ids)]
-    topic_lists = [subs[m].topics for m in member_ids]
-    owned = _owned_claims(request, member_ids, offset_of)
-    claims, tied = settle_claims(owned, generation, total)
+    generation = [-1 if spec.generation is None else spec.generation for spec in specs]
+    topic_lists = [spec.topics for spec in specs]
+    owned = _owned_claims(specs, offset_of)
+    claims, tied = settle_claims(owned, generation)
     return StickyGroup(
         member_ids=member_ids,
         name_rank=name_rank,
@@ -210,5 +205,5 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
         claims=claims,
         multiply_claimed=tied,
         max_generation=max(generation, default=-1),
-        racks=_rack_info(request, member_ids, topics, offsets, total),
+        racks=_rack_info(request, specs, topics, offsets, total),
     )

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import repeat
 
 from kstore._java import hash_order, string_order_key, uuid_hash
 from kstore.assignors._claims import Claims, settle_claims
-from kstore.assignors._contract import AssignmentRequest, AssignmentResult, TopicPartition
+from kstore.assignors._contract import (
+    AssignmentRequest,
+    AssignmentResult,
+    TopicPartition,
+    partition_table,
+)
 
 __all__ = ["TopicPartitions", "UniformGroup", "build_group", "to_result", "topic_hash"]
 
@@ -105,8 +109,7 @@ def build_group(request: AssignmentRequest) -> UniformGroup:
         claimed.update(slots)
     if len(claimed) < sum(map(len, owned)):
         generations = [_NO_GENERATION if s.generation is None else s.generation for s in specs]
-        total = offsets[-1] + counts[-1]
-        kept, _ties = settle_claims(Claims.from_lists(owned), generations, total)
+        kept, _ties = settle_claims(Claims.from_lists(owned), generations)
         owned = kept.by_member()
         claimed = set().union(*owned)
 
@@ -129,9 +132,7 @@ def to_result(
     """The contract's result from each member's slots: every member in request order,
     each list sorted by topic name, then partition."""
     names = group.topic_names
-    table: list[TopicPartition] = []
-    for name, count in zip(names, group.partition_counts, strict=True):
-        table.extend(zip(repeat(name, count), range(count), strict=True))
+    table = partition_table(names, group.partition_counts)
     # Slots follow Java String order of names; Python's order differs only for some
     # characters beyond U+FFFF.
     python_order = names == sorted(names)

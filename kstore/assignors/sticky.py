@@ -9,23 +9,18 @@ for the quirks reproduced and the one Kafka crash answered instead.
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from kstore._gc import cyclic_gc_paused
 from kstore.assignors._contract import (
     Assignment,
     AssignmentRequest,
     AssignmentResult,
-    TopicPartition,
+    partition_table,
 )
 from kstore.assignors._sticky_constrained import constrained_assign
 from kstore.assignors._sticky_general import KafkaWouldThrow, general_assign
 from kstore.assignors._sticky_group import StickyGroup, build_group
 
 __all__ = ["COOPERATIVE_STICKY", "STICKY", "StickyAssignor"]
-
-IntArray = npt.NDArray[np.int64]
 
 
 class StickyAssignor:
@@ -47,8 +42,9 @@ class StickyAssignor:
         if group.all_subscriptions_equal:
             constrained = constrained_assign(group)
             owner = constrained.owner
-            if self.cooperative and constrained.transferring:
-                owner[np.fromiter(constrained.transferring, dtype=np.int64)] = -1
+            if self.cooperative:
+                for pid in constrained.transferring:
+                    owner[pid] = -1
         else:
             try:
                 general = general_assign(group)
@@ -97,39 +93,32 @@ class StickyAssignor:
         )
 
 
-def _withhold_transfers(group: StickyGroup, owner: IntArray) -> None:
+def _withhold_transfers(group: StickyGroup, owner: list[int]) -> None:
     """KIP-429 on the general path: a partition newly assigned to one member and owned
     by another is left out of the new owner's list this round."""
-    pid, member = group.owned.pid, group.owned.member
-    if not len(pid):
+    owned = group.owned
+    if not owned.pid:
         return
-    owned_by_someone = np.zeros(len(owner), dtype=bool)
-    owned_by_someone[pid] = True
-    kept_by_owner = np.zeros(len(owner), dtype=bool)
-    kept_by_owner[pid[owner[pid] == member]] = True
-    owner[(owner >= 0) & owned_by_someone & ~kept_by_owner] = -1
+    kept_by_owner = {pid for pid, m in zip(owned.pid, owned.member, strict=True) if owner[pid] == m}
+    for pid in owned.pid:
+        if pid not in kept_by_owner:
+            owner[pid] = -1
 
 
-def _assignment(request: AssignmentRequest, group: StickyGroup, owner: IntArray) -> Assignment:
-    index = {m: i for i, m in enumerate(group.member_ids)}
-    assigned = owner >= 0
-    pids = np.flatnonzero(assigned)
-    holders = owner[pids]
-    order = np.argsort(holders, kind="stable")
-    pids = pids[order]
-    bounds = np.cumsum(np.bincount(holders, minlength=len(group.member_ids))).tolist()
-    offsets = np.asarray(group.offsets, dtype=np.int64)
-    names = np.asarray(group.topics, dtype=object)
-    topic = np.searchsorted(offsets, pids, side="right") - 1
-    pairs: list[TopicPartition] = list(
-        zip(names[topic].tolist(), (pids - offsets[topic]).tolist(), strict=True)
-    )
+def _assignment(request: AssignmentRequest, group: StickyGroup, owner: list[int]) -> Assignment:
+    held: list[list[int]] = [[] for _ in group.member_ids]
+    for pid, holder in enumerate(owner):
+        if holder >= 0:
+            held[holder].append(pid)
+    table = partition_table(group.topics, group.partition_counts)
     in_python_order = group.topics == sorted(group.topics)
+    index = {m: i for i, m in enumerate(group.member_ids)}
     result: Assignment = {}
     for member in request.members:
-        i = index[member]
-        chunk = pairs[bounds[i - 1] if i else 0 : bounds[i]]
-        result[member] = chunk if in_python_order else sorted(chunk)
+        pairs = list(map(table.__getitem__, held[index[member]]))
+        if not in_python_order:
+            pairs.sort()
+        result[member] = pairs
     return result
 
 
