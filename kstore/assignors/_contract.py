@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from itertools import chain, repeat
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -36,7 +35,6 @@ __all__ = [
     "normalise",
     "parse_request",
     "parse_requests",
-    "partition_table",
     "sorted_assignment",
 ]
 
@@ -177,7 +175,8 @@ def normalise(request: AssignmentRequest, *, owned: bool = True) -> AssignmentRe
 def _existing_once(owned: list[TopicPartition], topics: dict[str, int]) -> list[TopicPartition]:
     """``owned`` without partitions that do not exist and without repeats; the list itself
     when it has neither, as it usually has (checked first, in two quick passes)."""
-    if all(0 <= p < topics.get(t, 0) for t, p in owned) and len(set(owned)) == len(owned):
+    get = topics.get
+    if all([0 <= p < get(t, 0) for t, p in owned]) and len(set(owned)) == len(owned):
         return owned
     seen: set[TopicPartition] = set()
     kept: list[TopicPartition] = []
@@ -186,12 +185,6 @@ def _existing_once(owned: list[TopicPartition], topics: dict[str, int]) -> list[
             seen.add(tp)
             kept.append(tp)
     return kept
-
-
-def partition_table(topics: list[str], counts: list[int]) -> list[TopicPartition]:
-    """Every partition of ``topics`` (``counts`` of each), in that order: the pairs an
-    assignor's partition ids (``offset of the topic + partition``) stand for."""
-    return list(chain.from_iterable(map(zip, map(repeat, topics, counts), map(range, counts))))
 
 
 def sorted_assignment(

@@ -27,7 +27,7 @@ class ConstrainedResult:
     """``owner[pid]`` for every partition; ``transferring``: Kafka's
     ``partitionsTransferringOwnership`` (pid -> new owner)."""
 
-    owner: list[int]
+    owner: IntArray
     transferring: dict[int, int]
 
 
@@ -201,7 +201,7 @@ def constrained_assign(group: StickyGroup) -> ConstrainedResult:
     total = group.total
     owner = np.full(total, -1, dtype=np.int64)
     if n == 0:
-        return ConstrainedResult(owner.tolist(), {})
+        return ConstrainedResult(owner, {})
     quotas = _Quotas(total, n)
     kept_pid, kept_member, given_up, given_up_by, under, at_min = _kept_owned(group, quotas)
     owner[kept_pid] = kept_member
@@ -243,4 +243,4 @@ def constrained_assign(group: StickyGroup) -> ConstrainedResult:
         if group.multiply_claimed:
             hit |= np.isin(pids, np.fromiter(group.multiply_claimed, dtype=np.int64))
         transferring = dict(zip(pids[hit].tolist(), members[hit].tolist(), strict=True))
-    return ConstrainedResult(owner.tolist(), transferring)
+    return ConstrainedResult(owner, transferring)

@@ -300,12 +300,14 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     total = group.total
     rank = group.name_rank
     racks = group.racks
+    member_topics = group.member_topics
+    counts = group.partition_counts
     topic_of: list[int] = []
-    for t, count in enumerate(group.partition_counts):
+    for t, count in enumerate(counts):
         topic_of.extend([t] * count)
-    subscribed = [set(ts) for ts in group.member_topics]
+    subscribed = [set(ts) for ts in member_topics]
     topic_subs: list[list[int]] = [[] for _ in group.topics]
-    for m, ts in enumerate(group.member_topics):
+    for m, ts in enumerate(member_topics):
         for t in ts:
             topic_subs[t].append(m)
 
@@ -321,9 +323,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
 
     topic_order = sorted(range(len(group.topics)), key=lambda t: (len(topic_subs[t]), t))
     sorted_all = [
-        pid
-        for t in topic_order
-        for pid in range(group.offsets[t], group.offsets[t] + group.partition_counts[t])
+        pid for t in topic_order for pid in range(group.offsets[t], group.offsets[t] + counts[t])
     ]
     unassigned = [pid for pid in sorted_all if owner[pid] < 0]
     initializing = max(load, default=0) == 0
@@ -341,7 +341,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
             give(pid, lightest.top(topic_of[pid])[2])
 
     movable_topic = [len(subs) >= 2 for subs in topic_subs]
-    max_load = [sum(group.partition_counts[t] for t in ts) for ts in group.member_topics]
+    max_load = [sum(map(counts.__getitem__, ts)) for ts in member_topics]
     owned_movable = [False] * n
     for pid, m in enumerate(owner):
         if m >= 0 and movable_topic[topic_of[pid]]:
@@ -355,7 +355,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
         return GeneralResult(owner, False, [])
     sorted_all = [pid for pid in sorted_all if movable_topic[topic_of[pid]]]
     unassigned = [pid for pid in unassigned if movable_topic[topic_of[pid]]]
-    movable_topics_of = [[t for t in ts if movable_topic[t]] for ts in group.member_topics]
+    movable_topics_of = [[t for t in ts if movable_topic[t]] for ts in member_topics]
 
     previous: dict[int, int] = {}
     previous_generation: dict[int, int] = {}
