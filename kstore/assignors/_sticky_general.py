@@ -28,8 +28,10 @@ from __future__ import annotations
 import hashlib
 import heapq
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 
 from kstore._java import HashSetOrder
 from kstore.assignors._sticky_group import NO_RACK, StickyGroup
@@ -152,16 +154,13 @@ class _Balance:
         self._member_topics = member_topics
         self._topics = topics
         size = max(topic_of, default=0) + 1
-        # owned[t][m]: how many partitions of topic t member m owns
+        # owned[t][m]: how many partitions of topic t member m owns (counted in C)
         self.owned: list[dict[int, int]] = [{} for _ in range(size)]
         self.owned_topics: list[dict[int, int]] = [{} for _ in load]
-        for pid, m in enumerate(owner):
+        for (t, m), count in Counter(zip(topic_of, owner, strict=True)).items():
             if m >= 0:
-                t = topic_of[pid]
-                per_topic = self.owned[t]
-                per_topic[m] = per_topic.get(m, 0) + 1
-                per_member = self.owned_topics[m]
-                per_member[t] = per_member.get(t, 0) + 1
+                self.owned[t][m] = count
+                self.owned_topics[m][t] = count
         self._heaviest: list[list[tuple[int, int]]] = [
             [(-load[m], m) for m in per_topic] for per_topic in self.owned
         ]
@@ -342,11 +341,15 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
 
     movable_topic = [len(subs) >= 2 for subs in topic_subs]
     max_load = [sum(map(counts.__getitem__, ts)) for ts in member_topics]
-    owned_movable = [False] * n
-    for pid, m in enumerate(owner):
-        if m >= 0 and movable_topic[topic_of[pid]]:
-            owned_movable[m] = True
-    taking_part = [load[m] < max_load[m] or owned_movable[m] for m in range(n)]
+    offsets = group.offsets
+    owns_movable = set(
+        chain.from_iterable(
+            owner[offsets[t] : offsets[t] + counts[t]]
+            for t in range(len(counts))
+            if movable_topic[t]
+        )
+    )
+    taking_part = [load[m] < max_load[m] or m in owns_movable for m in range(n)]
     participants = [m for m in range(n) if taking_part[m]]
     participant_loads = [load[m] for m in participants]
     if not participants or max(participant_loads) <= min(participant_loads) + 1:
@@ -359,16 +362,14 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
 
     previous: dict[int, int] = {}
     previous_generation: dict[int, int] = {}
-    for m, pids in enumerate(group.owned.by_member()):
-        gen = group.generation[m]
-        if gen >= group.max_generation:
+    generation, latest = group.generation, group.max_generation
+    for pid, m in zip(group.owned.pid, group.owned.member, strict=True):  # by member
+        gen = generation[m]
+        if gen >= latest or (not kafka_claims and topic_of[pid] not in subscribed[m]):
             continue
-        for pid in pids:
-            if not kafka_claims and topic_of[pid] not in subscribed[m]:
-                continue
-            if pid not in previous or gen > previous_generation[pid]:
-                previous[pid] = m
-                previous_generation[pid] = gen
+        if pid not in previous or gen > previous_generation[pid]:
+            previous[pid] = m
+            previous_generation[pid] = gen
 
     before_owner = list(owner)
     before_score = _balance_score(participant_loads)
