@@ -293,6 +293,9 @@ class GroupState:
             }
         if old == new:
             return
+        # The merged holdings are of the old id's generation, unless it held nothing
+        # and the new id something: then they are the new id's own, of its generation.
+        old_id_decides = bool(self.assignment.get(old)) or not self.assignment.get(new)
         if old in self.assignment:
             taken = self.assignment[old]
             seen = set(taken)
@@ -304,8 +307,13 @@ class GroupState:
             }
         if self.leader == old:
             self.leader = new
-        if old in self.held_from:
-            self.held_from[new] = self.held_from.pop(old)
+        if old_id_decides:
+            if old in self.held_from:
+                self.held_from[new] = self.held_from.pop(old)
+            else:
+                self.held_from.pop(new, None)
+        else:
+            self.held_from.pop(old, None)
 
     def to_request(self, strategy: str) -> AssignmentRequest:
         """The next assignor request: today's members, each with what it owns now.
