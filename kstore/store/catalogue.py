@@ -38,7 +38,7 @@ REVISIONS: tuple[str, ...] = (
     "0005_rebalance_stats",
     "0006_log_without_indexes",
     "0007_assignment_spans",
-    "0007_member_spans",
+    "0008_member_spans",
 )
 """The migrations' revision ids, oldest first (``kstore/store/migrations/versions``)."""
 HEAD = REVISIONS[-1]
@@ -166,7 +166,7 @@ VIEWS: dict[str, tuple[Col, ...]] = {
         Col("partition", "int32"),
     ),
     # One row per (AssignmentCompleted, member at it, topic it subscribes to), as the
-    # spans say (migration 0007_member_spans).
+    # spans say (migration 0008_member_spans).
     "kstore_members_at": (*_KEY, Col("member", "string"), Col("topic", "string", nullable=True)),
 }
 """The views over the tables, their columns in order and their kinds."""

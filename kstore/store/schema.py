@@ -75,7 +75,7 @@ OWNERSHIP = _table("kstore_ownership")
 # Analytics projections (kstore.store.analytics_rows; migrations 0003 and 0005).
 REBALANCE_STATS = _table("kstore_rebalance_stats")
 TOPIC_STATS = _table("kstore_topic_stats")
-# The members at each AssignmentCompleted as spans (migration 0007_member_spans); the
+# The members at each AssignmentCompleted as spans (migration 0008_member_spans); the
 # view ``kstore_members_at`` lists them per AssignmentCompleted.
 MEMBER_SPANS = _table("kstore_member_spans")
 TOPICS_AT = _table("kstore_topics_at")

@@ -10,7 +10,7 @@ becomes a view with the same columns and rows. ``kstore init`` rebuilds the proj
 after the upgrade, which fills the spans; a downgrade stores the view's rows in the
 table again.
 
-Revision ID: 0007_member_spans
+Revision ID: 0008_member_spans
 Revises: 0007_assignment_spans
 Create Date: 2026-11-26
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_member_spans"
+revision = "0008_member_spans"
 down_revision = "0007_assignment_spans"
 branch_labels = None
 depends_on = None
