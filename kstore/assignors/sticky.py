@@ -9,8 +9,6 @@ for the quirks reproduced and the one Kafka crash answered instead.
 
 from __future__ import annotations
 
-from itertools import chain, repeat
-
 import numpy as np
 import numpy.typing as npt
 
@@ -19,6 +17,7 @@ from kstore.assignors._contract import (
     Assignment,
     AssignmentRequest,
     AssignmentResult,
+    TopicPartition,
 )
 from kstore.assignors._sticky_constrained import constrained_assign
 from kstore.assignors._sticky_general import KafkaWouldThrow, general_assign
@@ -122,13 +121,12 @@ def _assignment(
     order = np.argsort(holders, kind="stable")
     pids = pids[order]
     bounds = np.cumsum(np.bincount(holders, minlength=len(group.member_ids))).tolist()
-    # every partition's (topic, partition), by id: built in C, cheaper than numpy's calls
-    # for the small groups replayed by the million, and as fast for a million partitions
-    counts = group.partition_counts
-    table = list(
-        chain.from_iterable(map(zip, map(repeat, group.topics, counts), map(range, counts)))
+    offsets = np.asarray(group.offsets, dtype=np.int64)
+    names = np.asarray(group.topics, dtype=object)
+    topic = np.searchsorted(offsets, pids, side="right") - 1
+    pairs: list[TopicPartition] = list(
+        zip(names[topic].tolist(), (pids - offsets[topic]).tolist(), strict=True)
     )
-    pairs = list(map(table.__getitem__, pids.tolist()))
     in_python_order = group.topics == sorted(group.topics)
     result: Assignment = {}
     for member in request.members:
