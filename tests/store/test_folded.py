@@ -19,6 +19,7 @@ from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
 from kstore.store.testing import G, history
 from kstore.store.writer import Writer
+from tests.store._stores import fresh_store
 from tests.store.events_gen import streams
 
 _TABLES = ("kstore_events", "kstore_streams", "kstore_snapshots", *DERIVED)
@@ -45,14 +46,6 @@ def applies(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Event]]:
     yield seen
 
 
-def _fresh(path: Path) -> Store:
-    for leftover in path.parent.glob(path.name + "*"):
-        leftover.unlink()
-    store = Store(path)
-    store.init()
-    return store
-
-
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -60,7 +53,7 @@ def _fresh(path: Path) -> Store:
 def test_a_producers_fold_is_the_only_fold_and_stores_the_same(
     tmp_path: Path, applies: list[Event], events: list[Event], cuts: list[int]
 ) -> None:
-    plain, handed = _fresh(tmp_path / "plain.duckdb"), _fresh(tmp_path / "handed.duckdb")
+    plain, handed = fresh_store(tmp_path / "plain.duckdb"), fresh_store(tmp_path / "handed.duckdb")
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
     writer = Writer(handed, batch_events=None)
     producer = writer.fold()  # a producer's fold, as the writer hands it out
@@ -80,7 +73,7 @@ def test_a_producers_fold_is_the_only_fold_and_stores_the_same(
 
 def test_the_plain_append_still_folds(tmp_path: Path, applies: list[Event]) -> None:
     events = history(G, 3)
-    store = _fresh(tmp_path / "k.duckdb")
+    store = fresh_store(tmp_path / "k.duckdb")
     store.append(events)
     assert len(applies) == len(events)
     assert store.state(G).generation == 3
@@ -90,7 +83,7 @@ def test_a_fold_that_does_not_fit_is_folded_by_the_store(tmp_path: Path) -> None
     """Records missing (a producer that switched them on late) or a fold at another
     version: the store folds the events itself, and stores what it would have."""
     events = history(G, 4)
-    plain, handed = _fresh(tmp_path / "plain.duckdb"), _fresh(tmp_path / "handed.duckdb")
+    plain, handed = fresh_store(tmp_path / "plain.duckdb"), fresh_store(tmp_path / "handed.duckdb")
     plain.append(events)
     late = GroupState()
     for event in events[:6]:
@@ -114,7 +107,7 @@ def test_a_recorders_fold_is_advanced_once_by_its_writer(
     """The writer's own fold (a recorder's ``state``) is the only fold of its events, in
     either store; after a failed append it is read from the store again."""
     events = history(G, 3)
-    for store in (MemoryStore(), _fresh(tmp_path / "k.duckdb")):
+    for store in (MemoryStore(), fresh_store(tmp_path / "k.duckdb")):
         writer = Writer(store)
         assert writer.state(G) == GroupState()
         applies.clear()
@@ -138,7 +131,7 @@ def test_simulate_and_replay_fold_each_of_their_events_once(
     from kstore.simulate.generate import generate
     from kstore.simulate.runner import run_scenario
 
-    store = _fresh(tmp_path / "k.duckdb")
+    store = fresh_store(tmp_path / "k.duckdb")
     scenario = generate("steady-churn", members=6, steps=30, seed=3)
     run_scenario(scenario, store=store, timeline="sim/x")
     sim = [s.event for s in store.events() if s.event.stream.timeline == "sim/x"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -18,15 +17,8 @@ from kstore.store import log
 from kstore.store.interface import ConcurrencyError
 from kstore.store.log import Store
 from kstore.store.projections import SPANNED
+from tests.store._stores import fresh_store
 from tests.store.events_gen import make_event, streams
-
-
-def _fresh(path: Path) -> Store:
-    for leftover in path.parent.glob(path.name + "*"):
-        leftover.unlink()
-    store = Store(path)
-    store.init()
-    return store
 
 
 def _listed(events: list[Event]) -> Counter[tuple[Any, ...]]:
@@ -85,7 +77,7 @@ def test_the_view_lists_every_decision_in_any_batches_and_after_a_rebuild(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, cuts: list[int]
 ) -> None:
     events = data.draw(st.composite(_two_timelines)())
-    store = _fresh(tmp_path_factory.getbasetemp() / "spans.duckdb")
+    store = fresh_store(tmp_path_factory.getbasetemp() / "spans.duckdb")
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
     for lo, hi in itertools.pairwise(bounds):
         store.append(events[lo:hi])
