@@ -117,8 +117,8 @@ def test_fold_is_incremental_and_serialisable(events: list[Event], cut: int) -> 
 @settings(max_examples=80, deadline=None)
 @given(events=streams())
 def test_each_request_is_a_fresh_folds(events: list[Event]) -> None:
-    """Requests made as the fold goes (each member's subscription made again only when
-    it changed) equal those of a fold made from nothing at the same event."""
+    """Requests made as the fold goes (``requesting`` kept up to date by each event)
+    equal those of a fold made from nothing at the same event."""
     state = GroupState()
     for event in events:
         state.apply(event)
