@@ -40,6 +40,7 @@ from kstore.analytics.replay import replay
 from kstore.model import AssignmentCompleted, Event
 from kstore.store.catalogue import TABLES, VIEWS
 from kstore.store.log import Store
+from kstore.store.projections import SPANNED
 from kstore.store.writer import Writer
 
 __all__ = ["main"]
@@ -50,7 +51,7 @@ CHUNK_GROUPS = 150
 REBALANCES = 30
 LAST_CHUNKS = 3
 BIG_BATCH = 10
-_FLAT = [*(t for t in TABLES if not t.endswith("_spans")), *VIEWS]
+_FLAT = [*(t for t in TABLES if t not in SPANNED), *VIEWS]
 """The rows the big appends are measured by: every table's, the spans as the views
 spread them out (one row per decision and partition, per decision and member and topic,
 as the store kept them before spans)."""
