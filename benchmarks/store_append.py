@@ -3,8 +3,10 @@
 kstore's figure: projection rows per second of ``Store.append`` (events parsed already;
 the time covers the lock, opening the file, the idempotency check, the fold, building
 the rows, the Arrow inserts, heads, snapshots and the commit). The limit: half the rate of
-a bare ``INSERT INTO ... SELECT * FROM arrow_table`` of the very same rows (already in
-Arrow) into a fresh DuckDB file, connect and commit included.
+a bare ``INSERT INTO ... SELECT * FROM arrow_table`` of the same rows (already in
+Arrow) into a fresh DuckDB file, connect and commit included. ``kstore_assignments`` is
+a view over spans since migration 0007: its rows are those the store kept before spans,
+one per decision and partition, so both figures count the rows as they were.
 """
 
 from __future__ import annotations
