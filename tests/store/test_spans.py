@@ -127,6 +127,32 @@ def test_a_sticky_group_stores_a_span_per_move_not_a_row_per_partition(store: St
     assert Counter(_rows(store, "kstore_assignments")) == _listed(events)
 
 
+def test_copies_of_a_partition_listed_again_go_on_or_end_each_by_itself(store: Store) -> None:
+    """A member listed with a partition twice, then once, then three times, with a
+    decision between that lists nothing, one event an append: each copy (``listing``)
+    is a span of its own, continued or closed across appends by itself."""
+    twice, once, thrice = ([("t", 0)] * n for n in (2, 1, 3))
+    decisions = [{"a": twice, "b": once}, {"a": once}, {"a": thrice}, {}, {"a": twice}]
+    events = [
+        make_event(AssignmentCompleted(generation=g, strategy="range", assignment=a), g)
+        for g, a in enumerate(decisions, start=1)
+    ]
+    for event in events:
+        store.append([event])
+    spans = {(s[3], s[6], s[7], s[8]) for s in _rows(store, "kstore_assignment_spans")}
+    # (member, listing, from_version, to_version): the decisions are versions 1 to 5
+    assert spans == {
+        ("a", 0, 1, 4),
+        ("a", 1, 1, 2),
+        ("a", 1, 3, 4),
+        ("a", 2, 3, 4),
+        ("b", 0, 1, 2),
+        ("a", 0, 5, None),
+        ("a", 1, 5, None),
+    }
+    assert Counter(_rows(store, "kstore_assignments")) == _listed(events)
+
+
 def test_a_rejected_batch_closes_no_span(store: Store) -> None:
     events = _sticky(rebalances=4, partitions=10)
     store.append(events[:2])
