@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["construct"]
+__all__ = ["construct", "instance"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -67,9 +67,16 @@ def construct(cls: type[M], **values: Any) -> M:
     fields.update(values)
     if len(fields) != size or not values.keys() >= required:
         return cls.model_construct(**values)  # an unknown name, or a field not given
+    return instance(cls, fields, set(values))
+
+
+def instance(cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
+    """A ``cls`` whose ``__dict__`` is ``fields`` (every field, in field order) and whose
+    fields set is ``given``, unvalidated: what ``construct`` and ``model_construct``
+    make, for a caller that has the whole dictionary already."""
     model = _new(cls)
     _set(model, "__dict__", fields)
-    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_fields_set__", given)
     _set(model, "__pydantic_extra__", None)
     _set(model, "__pydantic_private__", None)
     return model

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from kstore.model._construct import instance
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -361,10 +362,8 @@ class GroupState:
         assert self.requesting is not None
         member = self.members[member_id]
         owned = self.assignment.get(member_id)
-        sub = _new(MemberSubscription)
-        _set(
-            sub,
-            "__dict__",
+        self.requesting[member_id] = instance(
+            MemberSubscription,
             {
                 "topics": list(member.topics),
                 "owned": list(owned) if owned is not None else [],
@@ -374,11 +373,8 @@ class GroupState:
                 "rack": member.rack,
                 "instance_id": member.instance_id,
             },
+            _all_fields(),
         )
-        _set(sub, "__pydantic_fields_set__", _all_fields())
-        _set(sub, "__pydantic_extra__", None)
-        _set(sub, "__pydantic_private__", None)
-        self.requesting[member_id] = sub
 
     def _request_owned(self) -> None:
         """After an ``AssignmentCompleted``: every member's ``owned`` and ``generation``
@@ -482,10 +478,6 @@ def _all_fields() -> set[str]:
     from kstore.assignors._contract import MemberSubscription
 
     return set(MemberSubscription.model_fields)
-
-
-_new = object.__new__
-_set = object.__setattr__
 
 
 def fold(events: Iterable[Event], start: GroupState | None = None) -> GroupState:
