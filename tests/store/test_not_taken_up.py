@@ -103,8 +103,8 @@ def test_a_replaced_id_holding_nothing_leaves_the_others_generation(old: str, ne
     state = fold([make_event(d, i) for i, d in enumerate(datas)])
     request = state.to_request("range").members
     assert state.assignment[new] == (("t1", 0),)
-    if new in request:
-        assert request[new].generation == 0
+    assert list(request) == [new]  # "a" renamed, or "a" kept (the old id was no member)
+    assert request[new].owned == [("t1", 0)] and request[new].generation == 0
 
 
 @settings(max_examples=150, deadline=None)
