@@ -346,6 +346,20 @@ def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
 _ARROW_FROM = 1000
 
 
+def _distinct(keys: _Ints) -> tuple[_Ints, _Ints]:
+    """The distinct ``keys`` (non-negative), ascending, and each key's index among
+    them: marked in an array as long as the largest key where that is not much longer
+    than ``keys`` (no sort), else sorted."""
+    size = int(keys.max()) + 1 if len(keys) else 0
+    if size > 4 * len(keys) + 4096:
+        found, inverse = np.unique(keys, return_inverse=True)
+        return found, inverse.reshape(-1)
+    present = np.zeros(size, dtype=np.bool_)
+    present[keys] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[keys]
+
+
 class Listed(NamedTuple):
     """Rows listed per decision: row ``r`` is of decision ``of[r]``; its text coded."""
 
@@ -373,7 +387,9 @@ class _Analytics:
         self.keys = row_keys([d.key for d in decisions])
         self.names: list[str] = []
         """Every E's topics, one after the other."""
-        widths, people, local_topic = [], [], []
+        widths: list[int] = []
+        people: list[int] = []
+        local_topic: list[int] = []  # per E and topic it assigns: the topic's code in E
         self.size: list[int] = []
         self.exists: list[bool] = []
         self.revoked: list[int] = []
@@ -391,18 +407,25 @@ class _Analytics:
         topics_at = self.rows["kstore_topics_at"][1]
         doubled = self.rows["kstore_double_assignments"][1]
         gone = self.rows["kstore_revocations"][1]
-        for d, mcode in zip(decisions, entries.people, strict=True):
+        # Each E's assigned topics (codes into the batch's, ascending) and each entry's
+        # place among them: numpy over the batch, no Python per entry.
+        width = max(len(entries.topic_names), 1)
+        assigned, assigned_of = _distinct(entries.event * width + entries.topic)
+        bounds = np.searchsorted(assigned // width, np.arange(len(decisions) + 1)).tolist()
+        assigned_topics = [entries.topic_names[c] for c in (assigned % width).tolist()]
+        for index, (d, mcode) in enumerate(zip(decisions, entries.people, strict=True)):
             applied = d.applied
             members, topics = applied.members, applied.topics
             revoked = _revoked(applied.previous, d.data.assignment)
             subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
+            own = assigned_topics[bounds[index] : bounds[index + 1]]
             names = sorted(
-                {tp[0] for tp in d.tps}
+                {*own}
                 | {tp[0] for _, tp in revoked}
                 | {t for ts in subscribed.values() for t in ts}
             )
             tcode = {t: i for i, t in enumerate(names)}
-            local_topic.append([tcode[tp[0]] for tp in d.tps])
+            local_topic.extend(tcode[t] for t in own)
             mcode = dict(mcode)
             for m in members:
                 mcode.setdefault(m, len(mcode))
@@ -427,7 +450,8 @@ class _Analytics:
             self._listed("kstore_double_assignments", _doubled(d), doubled)
             self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
         self.widths = widths
-        self._counts(widths, people, local_topic, at_e, pairs)
+        topic = np.array(local_topic, dtype=np.int64)[assigned_of]
+        self._counts(widths, people, topic, at_e, pairs)
 
     def _listed(
         self, table: str, rows: list[tuple[Any, ...]], columns: dict[str, list[Any]]
@@ -441,7 +465,7 @@ class _Analytics:
         self,
         widths: list[int],
         people: list[int],
-        local_topic: list[list[int]],
+        topic: _Ints,
         at_e: list[list[int]],
         pairs: list[list[int]],
     ) -> None:
@@ -458,7 +482,6 @@ class _Analytics:
 
         # Per entry (a member and partition that some E lists): its slots.
         event = entries.event
-        topic = _flat_ints(local_topic)
         self.topic = topic_base[event] + topic
         owner, prev = entries.local_owner, entries.local_prev
         self.owner = self.member_base[event] + owner
