@@ -93,7 +93,13 @@ class Decision:
     ``owners`` are the assignment's members, ``counts`` how many entries each has;
     ``flags`` is None when every partition is listed once (the usual case), else per
     entry (first of its (member, partition), first of its partition, of a partition
-    given to several members)."""
+    given to several members).
+
+    ``previous``, if given, is the stream's decision before E, with nothing handed over
+    since (``last_owner`` as it left it): a member whose list E repeats from it, where
+    it listed every partition once, is the ``prev(p)`` of each of them, and E leaves
+    their last owner as it is, so only the other members' lists are looked up (a sticky
+    decision repeats almost all of the previous one)."""
 
     __slots__ = ("applied", "at_utc", "counts", "data", "flags", "key", "owners", "prevs", "tps")
 
@@ -104,6 +110,7 @@ class Decision:
         data: AssignmentCompleted,
         at_utc: datetime,
         last_owner: dict[TopicPartition, str],
+        previous: Decision | None = None,
     ) -> None:
         self.key = key
         self.applied = applied
@@ -114,8 +121,14 @@ class Decision:
         lists = list(assignment.values())
         self.counts: list[int] = list(map(len, lists))
         self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
-        self.prevs: list[str | None] = list(map(last_owner.get, self.tps))
         self.flags: tuple[list[bool], list[bool], list[bool]] | None = None
+        if (
+            previous is not None
+            and previous.flags is None
+            and self._repeats(previous.data.assignment, lists, last_owner)
+        ):
+            return
+        self.prevs: list[str | None] = list(map(last_owner.get, self.tps))
         if len(set(self.tps)) == len(self.tps):
             for member, given in zip(self.owners, lists, strict=True):
                 last_owner.update(dict.fromkeys(given, member))
@@ -133,6 +146,39 @@ class Decision:
         for member, tp, first, many in zip(members, self.tps, pair_first, shared, strict=True):
             if first and not many:
                 last_owner[tp] = member
+
+    def _repeats(
+        self,
+        before: Mapping[str, Any],
+        lists: list[Any],
+        last_owner: dict[TopicPartition, str],
+    ) -> bool:
+        """With ``before`` the previous decision's lists (each partition listed once):
+        ``prevs`` and ``last_owner`` advanced, looking up only the lists that differ
+        from the same member's in ``before``, if E lists every partition once (False:
+        nothing done, E may not)."""
+        same = [before.get(m) == given for m, given in zip(self.owners, lists, strict=True)]
+        kept = {m for m, repeated in zip(self.owners, same, strict=True) if repeated}
+        other = [given for given, repeated in zip(lists, same, strict=True) if not repeated]
+        looked = list(chain.from_iterable(other))
+        found = list(map(last_owner.get, looked))
+        # A partition of a repeated list has that member as its last owner: one that
+        # another list names as well shows so (or two other lists name it).
+        if len(set(looked)) != len(looked) or not kept.isdisjoint(found):
+            return False
+        prevs: list[str | None] = []
+        at = 0
+        for member, count, repeated in zip(self.owners, self.counts, same, strict=True):
+            if repeated:
+                prevs.extend(repeat(member, count))
+            else:
+                prevs.extend(found[at : at + count])
+                at += count
+        self.prevs = prevs
+        for member, given, repeated in zip(self.owners, lists, same, strict=True):
+            if not repeated:
+                last_owner.update(dict.fromkeys(given, member))
+        return True
 
     def member_of_entries(self) -> list[str]:
         return [m for m, n in zip(self.owners, self.counts, strict=True) for _ in range(n)]

@@ -118,6 +118,9 @@ class Projector:
         self._entries = 0
         self._tables: dict[str, pa.Table] = {}
         self._spans: list[Spans] | None = None
+        self._decided: dict[tuple[str, str, str], tuple[StreamHead, Decision]] = {}
+        """Per stream, its latest decision fed and the head it advanced, while nothing
+        has been handed over since (``Decision``'s ``previous``)."""
 
     def rows(self) -> int:
         """About how many rows the events fed make (their assignment rows, one more per
@@ -145,7 +148,11 @@ class Projector:
         data = event.data
         key = (*event.stream, applied.version)
         if isinstance(data, AssignmentCompleted):
-            decision = Decision(key, applied, data, at_utc, head.last_owner)
+            stream = key[:3]
+            before = self._decided.get(stream)
+            previous = before[1] if before is not None and before[0] is head else None
+            decision = Decision(key, applied, data, at_utc, head.last_owner, previous)
+            self._decided[stream] = (head, decision)
             if self.keep:
                 self._read.append(decision)
                 self._entries += len(decision.tps)
@@ -169,6 +176,7 @@ class Projector:
             self._hand(head, _Replaced(key, applied, at_utc, back, owners, member, event.type))
 
     def _hand(self, head: StreamHead, handed: _Replaced) -> None:
+        self._decided.pop(handed.key[:3], None)
         head.last_owner.update(dict.fromkeys(handed.moved, handed.new))
         if self._log_rows and handed.moved:
             self._read.append(handed)
