@@ -85,8 +85,10 @@ _Bools = npt.NDArray[np.bool_]
 
 class Decision:
     """E's assignment read entry by entry (one entry per listed member and partition), as
-    E is projected: ``prevs[i]`` is ``prev(p)`` of the entry's partition (the last owner
-    before E; None: none), and ``last_owner`` is advanced by E (a partition E gives to
+    E is projected: its ``people`` are its owners, then the other previous owners of its
+    partitions (in order of first appearance), and ``local_prev[i]`` is the entry's
+    partition's ``prev(p)`` (the last owner before E) as an index into them (-1: none);
+    ``last_owner`` is advanced by E (a partition E gives to
     exactly one member is that member's from now on). Plain lists: a batch's decisions
     are read together (``Entries``).
 
@@ -101,7 +103,18 @@ class Decision:
     their last owner as it is, so only the other members' lists are looked up (a sticky
     decision repeats almost all of the previous one)."""
 
-    __slots__ = ("applied", "at_utc", "counts", "data", "flags", "key", "owners", "prevs", "tps")
+    __slots__ = (
+        "applied",
+        "at_utc",
+        "counts",
+        "data",
+        "flags",
+        "key",
+        "local_prev",
+        "owners",
+        "people",
+        "tps",
+    )
 
     def __init__(
         self,
@@ -128,7 +141,7 @@ class Decision:
             and self._repeats(previous.data.assignment, lists, last_owner)
         ):
             return
-        self.prevs: list[str | None] = list(map(last_owner.get, self.tps))
+        self._read_previous(list(map(last_owner.get, self.tps)), None)
         if len(set(self.tps)) == len(self.tps):
             for member, given in zip(self.owners, lists, strict=True):
                 last_owner.update(dict.fromkeys(given, member))
@@ -166,19 +179,32 @@ class Decision:
         # another list names as well shows so (or two other lists name it).
         if len(set(looked)) != len(looked) or not kept.isdisjoint(found):
             return False
-        prevs: list[str | None] = []
-        at = 0
-        for member, count, repeated in zip(self.owners, self.counts, same, strict=True):
-            if repeated:
-                prevs.extend(repeat(member, count))
-            else:
-                prevs.extend(found[at : at + count])
-                at += count
-        self.prevs = prevs
+        self._read_previous(found, same)
         for member, given, repeated in zip(self.owners, lists, same, strict=True):
             if not repeated:
                 last_owner.update(dict.fromkeys(given, member))
         return True
+
+    def _read_previous(self, found: list[str | None], repeated: list[bool] | None) -> None:
+        """``people`` and ``local_prev`` from the previous owners ``found`` of the
+        entries looked up: all, or those of the lists not ``repeated`` (each list's
+        flag; a repeated list's previous owner is its member)."""
+        people: dict[str | None, int] = dict(zip(self.owners, range(len(self.owners)), strict=True))
+        for name in dict.fromkeys(found):
+            if name is not None and name not in people:
+                people[name] = len(people)
+        if repeated is None:
+            local = list(map(people.get, found, repeat(-1, len(found))))
+        else:
+            local, at = [], 0
+            for index, (count, same) in enumerate(zip(self.counts, repeated, strict=True)):
+                if same:
+                    local.extend(repeat(index, count))
+                else:
+                    local.extend(map(people.get, found[at : at + count], repeat(-1, count)))
+                    at += count
+        self.people: dict[str | None, int] = people
+        self.local_prev: list[int] = local
 
     def member_of_entries(self) -> list[str]:
         return [m for m, n in zip(self.owners, self.counts, strict=True) for _ in range(n)]
@@ -343,18 +369,8 @@ class Entries:
                 )
                 self.listing[start:end] = d.listings()
         self.single: _Bools = self.pair_first & ~self.shared
-        # Per decision its people: its owners, then the other previous owners (in order
-        # of first appearance); each entry's previous owner as an index into them.
-        self.people: list[dict[str | None, int]] = []
-        local_prev: list[int] = []
-        for d in decisions:
-            people: dict[str | None, int] = dict(zip(d.owners, range(len(d.owners)), strict=True))
-            for name in dict.fromkeys(d.prevs):
-                if name is not None and name not in people:
-                    people[name] = len(people)
-            local_prev.extend(map(people.get, d.prevs, repeat(-1, len(d.prevs))))
-            self.people.append(people)
-        self.local_prev: _Ints = np.array(local_prev, dtype=np.int64)
+        self.people: list[dict[str | None, int]] = [d.people for d in decisions]
+        self.local_prev: _Ints = _flat_ints([d.local_prev for d in decisions])
 
     def previous(self, index: _Ints) -> Coded:
         """The previous owners (``prev(p)``) of the entries ``index``, coded (-1: none)."""
