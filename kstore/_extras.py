@@ -12,6 +12,7 @@ __all__ = ["EXTRAS", "missing_extra"]
 EXTRAS: dict[str, str] = {
     "pyspark": "spark",
     "py4j": "spark",
+    "pandas": "spark",
     "kafka": "kafka",
     "confluent_kafka": "kafka",
     "javaproperties": "kafka",
