@@ -86,9 +86,10 @@ _Bools = npt.NDArray[np.bool_]
 class Decision:
     """E's assignment read entry by entry (one entry per listed member and partition), as
     E is projected: its ``people`` are its owners, then the other previous owners of its
-    partitions (in order of first appearance), and ``local_prev[i]`` is the entry's
-    partition's ``prev(p)`` (the last owner before E) as an index into them (-1: none);
-    ``last_owner`` is advanced by E (a partition E gives to
+    partitions (in order of first appearance), and ``local_prev[i]`` is the ``prev(p)``
+    (the last owner before E) of the partition of the ``i``-th entry looked up (every
+    entry, or those of the lists E does not repeat: see ``previous``) as an index into
+    them (-1: none); ``last_owner`` is advanced by E (a partition E gives to
     exactly one member is that member's from now on). Plain lists: a batch's decisions
     are read together (``Entries``).
 
@@ -101,7 +102,9 @@ class Decision:
     since (``last_owner`` as it left it): a member whose list E repeats from it, where
     it listed every partition once, is the ``prev(p)`` of each of them, and E leaves
     their last owner as it is, so only the other members' lists are looked up (a sticky
-    decision repeats almost all of the previous one)."""
+    decision repeats almost all of the previous one): then ``repeated`` says per owner
+    whether its list is the one ``previous`` gave it (and ``previous`` is kept), else it
+    is None (every list looked up)."""
 
     __slots__ = (
         "applied",
@@ -113,6 +116,8 @@ class Decision:
         "local_prev",
         "owners",
         "people",
+        "previous",
+        "repeated",
         "tps",
     )
 
@@ -135,13 +140,16 @@ class Decision:
         self.counts: list[int] = list(map(len, lists))
         self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
         self.flags: tuple[list[bool], list[bool], list[bool]] | None = None
+        self.previous: Decision | None = None
+        self.repeated: list[bool] | None = None
         if (
             previous is not None
             and previous.flags is None
             and self._repeats(previous.data.assignment, lists, last_owner)
         ):
+            self.previous = previous
             return
-        self._read_previous(list(map(last_owner.get, self.tps)), None)
+        self._read_previous(list(map(last_owner.get, self.tps)))
         if len(set(self.tps)) == len(self.tps):
             for member, given in zip(self.owners, lists, strict=True):
                 last_owner.update(dict.fromkeys(given, member))
@@ -179,32 +187,22 @@ class Decision:
         # another list names as well shows so (or two other lists name it).
         if len(set(looked)) != len(looked) or not kept.isdisjoint(found):
             return False
-        self._read_previous(found, same)
+        self._read_previous(found)
+        self.repeated = same
         for member, given, repeated in zip(self.owners, lists, same, strict=True):
             if not repeated:
                 last_owner.update(dict.fromkeys(given, member))
         return True
 
-    def _read_previous(self, found: list[str | None], repeated: list[bool] | None) -> None:
+    def _read_previous(self, found: list[str | None]) -> None:
         """``people`` and ``local_prev`` from the previous owners ``found`` of the
-        entries looked up: all, or those of the lists not ``repeated`` (each list's
-        flag; a repeated list's previous owner is its member)."""
+        entries looked up."""
         people: dict[str | None, int] = dict(zip(self.owners, range(len(self.owners)), strict=True))
         for name in dict.fromkeys(found):
             if name is not None and name not in people:
                 people[name] = len(people)
-        if repeated is None:
-            local = list(map(people.get, found, repeat(-1, len(found))))
-        else:
-            local, at = [], 0
-            for index, (count, same) in enumerate(zip(self.counts, repeated, strict=True)):
-                if same:
-                    local.extend(repeat(index, count))
-                else:
-                    local.extend(map(people.get, found[at : at + count], repeat(-1, count)))
-                    at += count
         self.people: dict[str | None, int] = people
-        self.local_prev: list[int] = local
+        self.local_prev: list[int] = list(map(people.get, found, repeat(-1, len(found))))
 
     def member_of_entries(self) -> list[str]:
         return [m for m, n in zip(self.owners, self.counts, strict=True) for _ in range(n)]
@@ -343,10 +341,6 @@ class Entries:
         self.event: _Ints = np.repeat(np.arange(len(decisions), dtype=np.int64), sizes)
         self.first: _Ints = offsets(sizes)
         self.first_owner: _Ints = offsets(owners)
-        tps = list(chain.from_iterable(d.tps for d in decisions))
-        topics, numbers = zip(*tps, strict=True) if tps else ((), ())
-        self.topic_names, self.topic = _encoded(topics)
-        self.number: _Ints = np.array(numbers, dtype=np.int64)
         names: dict[str, int] = {}
         codes = [names.setdefault(m, len(names)) for d in decisions for m in d.owners]
         self.owner_names = list(names)
@@ -356,7 +350,19 @@ class Entries:
         member_event = np.repeat(np.arange(len(decisions), dtype=np.int64), owners)
         local = np.arange(len(codes), dtype=np.int64) - self.first_owner[member_event]
         self.local_owner: _Ints = np.repeat(local, counts)
-        size = len(tps)
+        size = sum(sizes)
+        # Each list's partitions converted once: a list a decision repeats from the
+        # previous one in the batch is gathered from where that one's was converted.
+        starts, converted = _converted(decisions)
+        tps = list(chain.from_iterable(converted))
+        topics, numbers = zip(*tps, strict=True) if tps else ((), ())
+        self.topic_names, topic = _encoded(topics)
+        number = np.array(numbers, dtype=np.int64)
+        if len(tps) < size:
+            at = np.repeat(starts - offsets(counts), counts) + np.arange(size, dtype=np.int64)
+            topic, number = topic[at], number[at]
+        self.topic: _Ints = topic
+        self.number: _Ints = number
         self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
         self.tp_first: _Bools = np.ones(size, dtype=np.bool_)
         self.shared: _Bools = np.zeros(size, dtype=np.bool_)
@@ -370,7 +376,16 @@ class Entries:
                 self.listing[start:end] = d.listings()
         self.single: _Bools = self.pair_first & ~self.shared
         self.people: list[dict[str | None, int]] = [d.people for d in decisions]
-        self.local_prev: _Ints = _flat_ints([d.local_prev for d in decisions])
+        # A repeated list's previous owner is its member; the others' were looked up.
+        self.local_prev: _Ints = self.local_owner.copy()
+        looked = [
+            not same
+            for d in decisions
+            for same in (repeat(False, len(d.owners)) if d.repeated is None else d.repeated)
+        ]
+        self.local_prev[np.repeat(np.array(looked, dtype=np.bool_), counts)] = _flat_ints(
+            [d.local_prev for d in decisions]
+        )
 
     def previous(self, index: _Ints) -> Coded:
         """The previous owners (``prev(p)``) of the entries ``index``, coded (-1: none)."""
@@ -385,6 +400,38 @@ class Entries:
     def changed(self) -> _Ints:
         """Entries of single-owner partitions whose owner is not ``prev(p)``."""
         return np.flatnonzero(self.single & (self.local_prev != self.local_owner))
+
+
+def _converted(decisions: Sequence[Decision]) -> tuple[_Ints, list[Sequence[TopicPartition]]]:
+    """The lists of a batch's ``decisions`` to convert (every one but those a decision
+    repeats from its ``previous`` in the batch), and per list of each decision (its
+    owners', one after the other) where its partitions start among theirs."""
+    converted: list[Sequence[TopicPartition]] = []
+    starts: list[list[int]] = []
+    index = {id(d): i for i, d in enumerate(decisions)}
+    at = 0
+    for d in decisions:
+        before = None if d.previous is None else index.get(id(d.previous))
+        mine: list[int] = []
+        if d.repeated is None or before is None:
+            converted.append(d.tps)
+            for count in d.counts:
+                mine.append(at)
+                at += count
+        else:
+            people, theirs = decisions[before].people, starts[before]
+            lists = d.data.assignment.values()
+            for member, given, count, same in zip(
+                d.owners, lists, d.counts, d.repeated, strict=True
+            ):
+                if same:
+                    mine.append(theirs[people[member]])
+                else:
+                    converted.append(given)
+                    mine.append(at)
+                    at += count
+        starts.append(mine)
+    return _flat_ints(starts), converted
 
 
 def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
