@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -45,7 +45,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kstore.model.events import AssignmentCompleted
-from kstore.model.fold import Applied
+from kstore.model.fold import Applied, Member
 from kstore.store.catalogue import ANALYTICS, arrow_schema, columns
 
 if TYPE_CHECKING:
@@ -502,17 +502,12 @@ class _Analytics:
         self.size: list[int] = []
         self.exists: list[bool] = []
         self.revoked: list[int] = []
-        at_e: list[list[int]] = []
-        pairs: list[list[int]] = []
         self.rows: dict[str, tuple[list[int], dict[str, list[Any]]]] = {
             table: ([], {c: [] for c in cols if c not in ROW_KEY})
             for table, cols in ANALYTICS_COLUMNS.items()
             if table in _LISTED
         }
-        self.listed: list[int] = []
-        """How many ``kstore_members_at`` rows each E lists (``members_at``)."""
-        members_at: dict[str, list[Any]] = {"member": [], "topic": []}
-        self.listed_members = members_at
+        subscribed = _Subscribed()
         topics_at = self.rows["kstore_topics_at"][1]
         doubled = self.rows["kstore_double_assignments"][1]
         gone = self.rows["kstore_revocations"][1]
@@ -525,19 +520,19 @@ class _Analytics:
         for index, (d, mcode) in enumerate(zip(decisions, entries.people, strict=True)):
             applied = d.applied
             members, topics = applied.members, applied.topics
-            revoked = _revoked(applied.previous, d.data.assignment)
-            subscribed = {m: dict.fromkeys(member.topics) for m, member in members.items()}
+            revoked = _revoked(applied.previous, d)
+            kinds = subscribed.read(members)
             own = assigned_topics[bounds[index] : bounds[index + 1]]
             names = sorted(
                 {*own}
                 | {tp[0] for _, tp in revoked}
-                | {t for ts in subscribed.values() for t in ts}
+                | {t for kind in dict.fromkeys(kinds) for t in subscribed.topics[kind]}
             )
             tcode = {t: i for i, t in enumerate(names)}
             local_topic.extend(tcode[t] for t in own)
             mcode = dict(mcode)
-            for m in members:
-                mcode.setdefault(m, len(mcode))
+            more = [m for m in members if m not in mcode]
+            mcode.update(zip(more, range(len(mcode), len(mcode) + len(more)), strict=True))
             count = len(mcode)
             per_topic = dict.fromkeys(names, 0)
             for _, tp in revoked:  # (member, partition) pairs
@@ -548,19 +543,14 @@ class _Analytics:
             self.size.extend([topics.get(t, 0) for t in names])
             self.exists.extend([t in topics for t in names])
             self.revoked.extend(per_topic.values())
-            at_e.append([mcode[m] for m in members])
-            pairs.append([tcode[t] * count + mcode[m] for m, ts in subscribed.items() for t in ts])
-            at = [(m, t) for m, ts in subscribed.items() for t in (ts or (None,))]
-            self.listed.append(len(at))
-            if at:
-                for values, column in zip(zip(*at, strict=True), members_at.values(), strict=True):
-                    column.extend(values)
+            subscribed.add(members, kinds, mcode, tcode)
             self._listed("kstore_topics_at", list(topics.items()), topics_at)
             self._listed("kstore_double_assignments", _doubled(d), doubled)
             self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
         self.widths = widths
+        self.subscribed = subscribed.rows()
         topic = np.array(local_topic, dtype=np.int64)[assigned_of]
-        self._counts(widths, people, topic, at_e, pairs)
+        self._counts(widths, people, topic)
 
     def _listed(
         self, table: str, rows: list[tuple[Any, ...]], columns: dict[str, list[Any]]
@@ -575,8 +565,6 @@ class _Analytics:
         widths: list[int],
         people: list[int],
         topic: _Ints,
-        at_e: list[list[int]],
-        pairs: list[list[int]],
     ) -> None:
         entries = self.entries
         events = np.arange(len(widths), dtype=np.int64)
@@ -599,8 +587,14 @@ class _Analytics:
         pair_of = pair_base[event] + topic * self.people[event]  # + member code
 
         self.eligible = np.zeros(slots, dtype=np.bool_)
-        pair_event = np.repeat(events, [len(p) for p in pairs])
-        self.eligible[pair_base[pair_event] + _flat_ints(pairs)] = True
+        rows = self.subscribed
+        pairs = rows.local_topic >= 0
+        pair_event = rows.of[pairs]
+        self.eligible[
+            pair_base[pair_event]
+            + rows.local_topic[pairs] * self.people[pair_event]
+            + rows.local_member[pairs]
+        ] = True
         single = entries.single
         self.retainable = single & self.known & self.eligible[pair_of + np.maximum(prev, 0)]
         self.topic_loads = np.bincount((pair_of + owner)[entries.pair_first], minlength=slots)
@@ -614,13 +608,12 @@ class _Analytics:
         self.exists_of: _Bools = np.array(self.exists, dtype=np.bool_)
         member_event = np.repeat(events, people)
         self.at_e = np.zeros(self.members, dtype=np.bool_)
-        at_e_event = np.repeat(events, [len(ms) for ms in at_e])
-        self.at_e[self.member_base[at_e_event] + _flat_ints(at_e)] = True
+        self.at_e[self.member_base[rows.of] + rows.local_member] = True
         self.member_event = member_event
 
     def members_at(self) -> Listed:
-        of = np.repeat(np.arange(len(self.listed), dtype=np.int64), self.listed)
-        return Listed(of, {name: coded(v) for name, v in self.listed_members.items()})
+        rows = self.subscribed
+        return Listed(rows.of, {"member": rows.member, "topic": rows.topic})
 
     def _of_topics(self, mask: _Bools) -> _Ints:
         return np.bincount(self.topic[mask], minlength=self.topics)
@@ -686,6 +679,92 @@ class _Analytics:
         return keyed_table("kstore_rebalance_stats", self.keys, of, columns)
 
 
+class _MembersAt(NamedTuple):
+    """A batch's ``kstore_members_at`` rows (a member at E and a topic it subscribes
+    to, each once, in order; topic -1 for a member subscribing to nothing): ``of``
+    their E, ``member`` and ``topic`` coded in the batch, and in E (``local_member``:
+    the member's code among E's ``people`` and members at E; ``local_topic``: the
+    topic's among E's topics)."""
+
+    of: _Ints
+    member: Coded
+    topic: Coded
+    local_member: _Ints
+    local_topic: _Ints
+
+
+class _Subscribed:
+    """The members at each E of a batch and their topics: Python per member only for
+    its codes and its subscription, the (member, topic) rows in numpy (``rows``) from
+    the few subscriptions the members have."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, ...], int] = {}
+        """A member's topics (as its ``Member`` has them) -> its subscription."""
+        self.topics: list[tuple[str, ...]] = []
+        """Per subscription, its topics, each once, in order."""
+        self.members: dict[str, int] = {}
+        self.batch_topics: dict[str, int] = {}
+        self.counts: list[int] = []  # per E: its members
+        self.member: list[int] = []  # per member at an E: its code in the batch,
+        self.local: list[int] = []  # in E,
+        self.slot: list[int] = []  # and the slot of its subscription in E
+        self.sizes: list[int] = []  # per slot: its rows (topics, or 1 for none),
+        self.slot_local: list[int] = []  # one after the other: their topics in E
+        self.slot_topic: list[int] = []  # and in the batch (-1: none)
+
+    def read(self, members: Mapping[str, Member]) -> list[int]:
+        """Each member's subscription."""
+        kinds = [member.topics for member in members.values()]
+        for kind in dict.fromkeys(kinds):
+            if kind not in self.found:
+                self.found[kind] = len(self.topics)
+                self.topics.append(tuple(dict.fromkeys(kind)))
+        return list(map(self.found.__getitem__, kinds))
+
+    def add(
+        self,
+        members: Mapping[str, Member],
+        kinds: list[int],
+        mcode: Mapping[str | None, int],
+        tcode: Mapping[str, int],
+    ) -> None:
+        """E's ``members``, their subscriptions (``read``), and E's codes of its members
+        and topics."""
+        slots: dict[int, int] = {}
+        batch = self.batch_topics
+        for kind in dict.fromkeys(kinds):
+            slots[kind] = len(self.sizes)
+            topics = self.topics[kind]
+            self.sizes.append(max(len(topics), 1))
+            self.slot_local.extend([tcode[t] for t in topics] or [-1])
+            self.slot_topic.extend([batch.setdefault(t, len(batch)) for t in topics] or [-1])
+        self.counts.append(len(members))
+        self.slot.extend(map(slots.__getitem__, kinds))
+        self.local.extend(map(mcode.__getitem__, members))
+        names = self.members
+        more = [m for m in members if m not in names]
+        names.update(zip(more, range(len(names), len(names) + len(more)), strict=True))
+        self.member.extend(map(names.__getitem__, members))
+
+    def rows(self) -> _MembersAt:
+        sizes = np.array(self.sizes, dtype=np.int64)
+        slot = np.array(self.slot, dtype=np.int64)
+        repeats = sizes[slot]
+        of = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
+        at = np.repeat(offsets(sizes)[slot] - offsets(repeats), repeats)
+        at += np.arange(len(at), dtype=np.int64)
+        member = np.repeat(np.array(self.member, dtype=np.int64), repeats)
+        topic = np.array(self.slot_topic, dtype=np.int64)[at]
+        return _MembersAt(
+            np.repeat(of, repeats),
+            Coded(member, list(self.members)),
+            Coded(topic, list(self.batch_topics)),
+            np.repeat(np.array(self.local, dtype=np.int64), repeats),
+            np.array(self.slot_local, dtype=np.int64)[at],
+        )
+
+
 _LISTED = (
     "kstore_topics_at",
     "kstore_double_assignments",
@@ -726,11 +805,16 @@ def _doubled(d: Decision) -> list[tuple[str, int, str]]:
 
 
 def _revoked(
-    previous: Mapping[str, tuple[TopicPartition, ...]], assignment: Mapping[str, Any]
+    previous: Mapping[str, tuple[TopicPartition, ...]], d: Decision
 ) -> list[tuple[str, TopicPartition]]:
-    """(member, partition) pairs of ``previous`` that E does not give that member."""
+    """(member, partition) pairs of ``previous`` that E (``d``) does not give that
+    member (none of a list E repeats from ``previous``)."""
+    assignment = d.data.assignment
+    repeated = set() if d.repeated is None else set(compress(d.owners, d.repeated))
     out: list[tuple[str, TopicPartition]] = []
     for m, tps in previous.items():
+        if m in repeated:
+            continue
         now = assignment.get(m, ())
         if len(now) == len(tps) and tuple(now) == tps:  # the same list: none revoked
             continue
