@@ -39,6 +39,7 @@ REVISIONS: tuple[str, ...] = (
     "0006_log_without_indexes",
     "0007_assignment_spans",
     "0008_member_spans",
+    "0009_log_data_zstd",
 )
 """The migrations' revision ids, oldest first (``kstore/store/migrations/versions``)."""
 HEAD = REVISIONS[-1]
