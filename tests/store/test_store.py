@@ -100,6 +100,27 @@ class StoreContract:
         assert [s.version for s in window] == [2, 3, 4]
         assert [s.version for s in store.events(timeline="recorded", from_version=4)] == [4, 5]
 
+    def test_decisions_read_without_assignments_keep_their_other_fields(self, store: Store) -> None:
+        """``assignments=False`` gives each of an ``AssignmentCompleted``'s other fields as
+        stored, and those it does not have stay unset."""
+        decided = AssignmentCompleted(
+            generation=3,
+            strategy="cooperative-sticky",
+            assignment={"a": [("t", 0)], "b}": [("t", 1)]},
+            leader="a",
+            protocol="cooperative",
+            client="java 4.0.0",
+            source="recorded",
+            source_version=7,
+        )
+        bare = AssignmentCompleted(generation=4, strategy="range", assignment={"a": [("t", 1)]})
+        store.append([make_event(decided, 1, timeline="r"), make_event(bare, 2, timeline="r")])
+        read = [s.event.data for s in store.events(timeline="r", assignments=False)]
+        assert read == [d.model_copy(update={"assignment": {}}) for d in (decided, bare)]
+        assert [d.model_dump(exclude_unset=True) for d in read] == [
+            d.model_dump(exclude_unset=True) | {"assignment": {}} for d in (decided, bare)
+        ]
+
     def test_streams(self, store: Store) -> None:
         store.append([completed(3, {"a": [("t", 0)]}), completed(4, {"a": [("t", 0)]})])
         store.append([make_event(TopicChanged(topic="t", partitions=1), -5)])
