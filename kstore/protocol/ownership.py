@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kstore.assignors import TopicPartition
 
 __all__ = ["OwnershipLedger"]
+
+
+_Hold = list[Any]
+"""A member's hold on partitions, ``[member, since, partitions]``: live (``since`` None)
+from its first acquisition until the member lets go of everything it holds (``since``:
+then), each partition of the set pointing to it; or partitions let go of apart (or never
+owned, ``member`` None), unowned since ``since``. A list: one is made per member and
+rebalance.
+
+Each partition points to one hold, so a member letting go of all it holds (an eager
+rebalance: every member) is one change, not one per partition.
+"""
 
 
 @dataclass(slots=True)
@@ -19,9 +32,11 @@ class OwnershipLedger:
     than its previous one counts as a move.
     """
 
-    owner: dict[TopicPartition, str | None] = field(default_factory=dict)
-    last_owner: dict[TopicPartition, str] = field(default_factory=dict)
-    unowned_since: dict[TopicPartition, int] = field(default_factory=dict)
+    holds: dict[TopicPartition, _Hold] = field(default_factory=dict)
+    """Each known partition's hold: its owner, or its last owner and since when it has
+    none."""
+    live: dict[str, _Hold] = field(default_factory=dict)
+    """Each member's live hold."""
     unowned_ms: int = 0
     longest_unowned_ms: int = 0
     moves: int = 0
@@ -31,7 +46,8 @@ class OwnershipLedger:
     def add_topics(self, counts: Mapping[str, int], now: int) -> None:
         """The partitions of ``counts`` (topic -> partition count) not known yet start
         unowned at ``now``; only partitions beyond a topic's last count are looked at."""
-        owner, unowned_since, added = self.owner, self.unowned_since, self.counts
+        holds, added = self.holds, self.counts
+        unowned = None
         for topic, count in counts.items():
             known = added.get(topic, 0)
             if count <= known:
@@ -39,64 +55,93 @@ class OwnershipLedger:
             added[topic] = count
             for p in range(known, count):
                 tp = (topic, p)
-                if tp not in owner:
-                    owner[tp] = None
-                    unowned_since[tp] = now
+                if tp not in holds:
+                    if unowned is None:
+                        unowned = [None, now, None]
+                    holds[tp] = unowned
 
     def release(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
-        owner, unowned_since = self.owner, self.unowned_since
+        """``member`` lets go of those of ``tps`` it holds."""
+        hold = self.live.get(member)
+        if hold is None:
+            return
+        if tps == hold[2]:  # all it holds: the hold ends
+            del self.live[member]
+            hold[1] = now
+            return
+        holds, let_go = self.holds, None
         for tp in tps:
-            if owner.get(tp) == member:
-                owner[tp] = None
-                unowned_since[tp] = now
+            if holds.get(tp) is hold:
+                if let_go is None:
+                    let_go = [member, now, None]
+                holds[tp] = let_go
+                hold[2].discard(tp)
 
-    def acquire(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
+    def acquire(self, member: str, tps: Collection[TopicPartition], now: int) -> None:
         self.acquire_each(((member, tps),), now)
 
     def acquire_each(
-        self, holdings: Iterable[tuple[str, Iterable[TopicPartition]]], now: int
+        self, holdings: Iterable[tuple[str, Collection[TopicPartition]]], now: int
     ) -> None:
         """Each ``(member, partitions)`` in turn: ``member`` now holds ``partitions``."""
         # Every rebalance passes each partition through here: locals, no calls per partition.
-        owner, last_owner, unowned_since = self.owner, self.last_owner, self.unowned_since
+        holds, live = self.holds, self.live
         total, longest, moves = self.unowned_ms, self.longest_unowned_ms, self.moves
         for member, tps in holdings:
+            hold = live.get(member)
+            if hold is None:
+                hold = live[member] = [member, None, set()]
             for tp in tps:
-                current = owner.get(tp)
-                if current == member:
-                    continue
+                current = holds.get(tp)
                 if current is not None:
-                    # Kafka never hands a partition over without its owner revoking it
-                    # first; a simulator bug would show up here as a double owner.
-                    raise AssertionError(f"{tp} given to {member} while {current} still owns it")
-                gap = now - unowned_since.pop(tp, now)
-                total += gap
-                if gap > longest:
-                    longest = gap
-                previous = last_owner.get(tp)
-                if previous is not None and previous != member:
-                    moves += 1
-                owner[tp] = member
-                last_owner[tp] = member
+                    since = current[1]
+                    if since is None:
+                        if current is hold:
+                            continue
+                        # Kafka never hands a partition over without its owner revoking it
+                        # first; a simulator bug would show up here as a double owner.
+                        raise AssertionError(
+                            f"{tp} given to {member} while {current[0]} still owns it"
+                        )
+                    gap = now - since
+                    total += gap
+                    if gap > longest:
+                        longest = gap
+                    previous = current[0]
+                    if previous is not None and previous != member:
+                        moves += 1
+                holds[tp] = hold
+            hold[2].update(tps)
         self.unowned_ms, self.longest_unowned_ms, self.moves = total, longest, moves
 
     def rename(self, old: str, new: str) -> None:
         """A static member replaced: its partitions carry on under the new id."""
-        for tp, owner in self.owner.items():
-            if owner == old:
-                self.owner[tp] = new
-        for tp, owner in self.last_owner.items():
-            if owner == old:
-                self.last_owner[tp] = new
+        holds, live = self.holds, self.live
+        for hold in {id(h): h for h in holds.values() if h[0] == old}.values():
+            hold[0] = new
+        held = live.pop(old, None)
+        if held is None:
+            return
+        held[0] = new
+        into = live.get(new)
+        if into is None:
+            live[new] = held
+            return
+        for tp in held[2]:  # the new id holds partitions already: one hold of both
+            holds[tp] = into
+        into[2] |= held[2]
 
     def owned_by(self, member: str) -> set[TopicPartition]:
-        return {tp for tp, owner in self.owner.items() if owner == member}
+        hold = self.live.get(member)
+        return set(hold[2]) if hold is not None else set()
 
     def close(self, now: int) -> None:
         """Count the gaps still open at the end of a run up to ``now``."""
-        for since in self.unowned_since.values():
-            self._gap(now - since)
-        self.unowned_since = dict.fromkeys(self.unowned_since, now)
+        unowned = [h for h in self.holds.values() if h[1] is not None]
+        for hold in unowned:
+            self._gap(now - hold[1])
+        for hold in unowned:
+            hold[1] = now
 
     def _gap(self, ms: int) -> None:
         self.unowned_ms += ms
