@@ -419,7 +419,8 @@ class ClassicGroupSim(GroupSim):
             c = clients.get(member_id)
             if c is not None and c.alive and now >= c.cut_until:
                 phase = c.phase
-                tick = phase + max(-((phase - now) // interval), 0) * interval
+                ticks = -((phase - now) // interval)
+                tick = phase + ticks * interval if ticks > 0 else phase
                 busy = c.busy_until
                 entries.append(((tick if tick > busy else busy) + poll, c.rejoin_key, (c, c.life)))
         self.queue.schedule_each(entries, self._rejoin_rebalancing)

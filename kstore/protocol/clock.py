@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["EventQueue"]
@@ -12,12 +13,12 @@ __all__ = ["EventQueue"]
 Action = Callable[[], None]
 
 
-def _time(item: tuple[int, int, str, Any]) -> int:
-    return item[0]
+_at = itemgetter(0)
+"""An entry's time."""
 
 
-def _when(item: tuple[int, int, str, Any]) -> tuple[int, int]:
-    return item[0], item[1]
+_when = itemgetter(0, 1)
+"""An entry's time and sequence number."""
 
 
 class _Batch:
@@ -74,15 +75,17 @@ class EventQueue:
         each entry takes the next sequence number when it is produced.
         """
         now, live = self.now, self._live
-        items = []
+        items: list[tuple[int, int, str, Any]] = []
+        append = items.append
         for at, key, arg in entries:
             if at < now:
                 raise ValueError(f"cannot schedule {key} at {at} ms, before now ({now} ms)")
-            self._seq += 1
-            live[key] = self._seq
-            items.append((at, self._seq, key, arg))
+            self._seq = seq = self._seq + 1
+            live[key] = seq
+            append((at, seq, key, arg))
         if items:
-            items.sort()
+            # By time alone: the sort is stable and the sequence numbers rise in list order.
+            items.sort(key=_at)
             heapq.heappush(self._heap, (items[0][0], items[0][1], None, _Batch(items, run)))
 
     def cancel(self, key: str) -> None:
@@ -172,7 +175,7 @@ class EventQueue:
         (the time and sequence number of the first other live entry)."""
         stop = len(items)
         if until is not None:
-            stop = bisect.bisect_right(items, until, key=_time)
+            stop = bisect.bisect_right(items, until, key=_at)
         if limit is not None:
             stop = min(stop, bisect.bisect_left(items, limit, key=_when))
         return stop
