@@ -25,7 +25,17 @@ _IMMUTABLE = (type(None), bool, int, float, str, bytes)
 _templates: dict[type[BaseModel], tuple[dict[str, Any], frozenset[str], int]] = {}
 
 _new = object.__new__
-_set = object.__setattr__
+_set_dict, _set_fields_set, _set_extra, _set_private = (
+    BaseModel.__dict__[name].__set__
+    for name in (
+        "__dict__",
+        "__pydantic_fields_set__",
+        "__pydantic_extra__",
+        "__pydantic_private__",
+    )
+)
+"""``BaseModel``'s slots, each set as ``object.__setattr__`` sets it, without looking the
+slot up by name on each call."""
 
 
 def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], frozenset[str], int] | None:
@@ -75,8 +85,8 @@ def instance(cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
     fields set is ``given``, unvalidated: what ``construct`` and ``model_construct``
     make, for a caller that has the whole dictionary already."""
     model = _new(cls)
-    _set(model, "__dict__", fields)
-    _set(model, "__pydantic_fields_set__", given)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    _set_dict(model, fields)
+    _set_fields_set(model, given)
+    _set_extra(model, None)
+    _set_private(model, None)
     return model

@@ -21,7 +21,7 @@ from kstore.assignors import TopicPartition
 from kstore.model._construct import construct
 from kstore.model.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
 from kstore.model.fold import GroupState
-from kstore.model.ids import uuid5_bytes, uuid_text
+from kstore.model.ids import uuid5_bytes, uuid5_text
 from kstore.protocol.clock import EventQueue
 from kstore.protocol.find_coordinator import coordinator_partition
 from kstore.protocol.ownership import OwnershipLedger
@@ -169,17 +169,18 @@ class GroupSim:
 
     # --- helpers -----------------------------------------------------------------------
 
-    def _new_uuid(self) -> bytes:
+    def _new_name(self) -> str:
+        """What the next member id is made from (its UUID's name)."""
         self._ids += 1
-        return uuid5_bytes(f"{self.stream}|{self.seed}|member|{self._ids}")
+        return f"{self.stream}|{self.seed}|member|{self._ids}"
 
     def classic_member_id(self, spec: MemberSpec) -> str:
         """``clientId-UUID`` or, for a static member, ``groupInstanceId-UUID``."""
-        return f"{spec.instance_id or spec.name}-{uuid_text(self._new_uuid())}"
+        return f"{spec.instance_id or spec.name}-{uuid5_text(self._new_name())}"
 
     def consumer_member_id(self) -> str:
         """A KIP-848 client's own id: a UUID in Kafka's URL-safe base64 form."""
-        return base64.urlsafe_b64encode(self._new_uuid()).decode().rstrip("=")
+        return base64.urlsafe_b64encode(uuid5_bytes(self._new_name())).decode().rstrip("=")
 
     def next_tick(self, client: Client, after: int, interval: int) -> int:
         """The client's first heartbeat at or after ``after``."""

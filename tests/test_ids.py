@@ -1,0 +1,17 @@
+"""Event and member ids: the UUIDs the standard library would make."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kstore.model.ids import _NAMESPACE, uuid5_bytes, uuid5_text, uuid_text
+
+
+@given(st.text())
+def test_uuid5_text_is_the_standard_librarys(name: str) -> None:
+    expected = uuid.uuid5(_NAMESPACE, name)
+    assert uuid5_text(name) == str(expected) == uuid_text(uuid5_bytes(name))
+    assert uuid5_bytes(name) == expected.bytes
