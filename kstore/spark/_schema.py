@@ -250,27 +250,34 @@ def _envelope(
     }
 
 
+def _offset_s(at: datetime) -> int:
+    offset = at.utcoffset()
+    return 0 if offset is None else int(offset.total_seconds())
+
+
 def events_to_arrow(rows: Iterable[LogRow]) -> pa.Table:
-    """Events in the log's Parquet form (``event_schema``)."""
-    columns: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
-    for row in rows:
-        event = row.event
-        offset = event.at.utcoffset() or timedelta(0)
-        for name, value in (
-            ("position", row.position),
-            ("event_id", event.event_id),
-            ("cluster", event.cluster),
-            ("group_id", event.group),
-            ("timeline", event.timeline),
-            ("version", row.version),
-            ("type", event.type),
-            ("at", event.at.astimezone(UTC)),
-            ("at_offset_s", int(offset.total_seconds())),
-            ("schema_version", event.data.schema_version),
-            ("data", event.data.model_dump()),
-        ):
-            columns[name].append(value)
-    return pa.table(columns, schema=event_schema())
+    """Events in the log's Parquet form (``event_schema``).
+
+    Built a column at a time; ``data`` from each model's own field dictionary (every
+    field, in field order, each a plain value: str, int, a list, a dict or a tuple, as
+    ``_arrow_type`` allows), which is what ``model_dump`` would copy out of it field by
+    field; Arrow stores an aware ``at`` in UTC itself."""
+    rows = rows if isinstance(rows, list) else list(rows)
+    events = [row.event for row in rows]
+    columns: dict[str, list[Any]] = {
+        "position": [row.position for row in rows],
+        "event_id": [event.event_id for event in events],
+        "cluster": [event.cluster for event in events],
+        "group_id": [event.group for event in events],
+        "timeline": [event.timeline for event in events],
+        "version": [row.version for row in rows],
+        "type": [event.type for event in events],
+        "at": [event.at for event in events],
+        "at_offset_s": [_offset_s(event.at) for event in events],
+        "schema_version": [event.data.schema_version for event in events],
+        "data": [vars(event.data) for event in events],
+    }
+    return pa.table([columns[name] for name in EVENT_COLUMNS], schema=event_schema())
 
 
 def stored_to_arrow(stored: pa.Table) -> pa.Table:
