@@ -37,6 +37,10 @@ _OPEN_FILES = 64
 """Files a task keeps open at once when it writes its rows unsorted (a file per cluster
 it holds); past that many Spark sorts the rest."""
 
+_OUT_ROWS = 2000
+"""Rows a task hands back to Spark at once: a stream's few rows each time would cost the
+JVM a batch's setup (an Arrow reader, a vector per nested field) per stream."""
+
 StreamFunction = Callable[[list[LogRow]], pa.Table]
 """One stream's events in version order -> rows (a table of the job's output schema)."""
 
@@ -84,13 +88,25 @@ def _streams_of(batches: Iterator[pa.RecordBatch]) -> Iterator[list[LogRow]]:
     """Rows sorted by stream then version, cut into one list per stream (across batches)."""
     current: list[LogRow] = []
     for batch in batches:
-        for row in arrow_to_events(batch):
+        # A batch's events hold no cycles: the collector's passes over them would find
+        # nothing to free.
+        with cyclic_gc_paused():
+            rows = list(arrow_to_events(batch))
+        for row in rows:
             if current and row.event.stream != current[-1].event.stream:
                 yield current
                 current = []
             current.append(row)
     if current:
         yield current
+
+
+def _joined(tables: list[pa.Table]) -> list[pa.RecordBatch]:
+    """``tables`` (of one schema) as one batch; none for none."""
+    if not tables:
+        return []
+    batches: list[pa.RecordBatch] = pa.concat_tables(tables).combine_chunks().to_batches()
+    return batches
 
 
 def map_streams(frame: Any, function: StreamFunction, schema: pa.Schema) -> Any:
@@ -101,12 +117,19 @@ def map_streams(frame: Any, function: StreamFunction, schema: pa.Schema) -> Any:
     """
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        done: list[pa.Table] = []
+        rows = 0
         for events in _streams_of(batches):
             # A stream's objects hold no cycles worth a collection: the collector's
             # passes were 5% of a replay's Python time.
             with cyclic_gc_paused():
-                done = function(events)
-            yield from done.to_batches()
+                table = function(events)
+            done.append(table)
+            rows += table.num_rows
+            if rows >= _OUT_ROWS:
+                yield from _joined(done)
+                done, rows = [], 0
+        yield from _joined(done)
 
     return (
         frame.repartition(*STREAM_COLUMNS)

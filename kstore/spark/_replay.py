@@ -68,12 +68,12 @@ def _without_assignments(log: Any) -> Any:
     """The log with each ``AssignmentCompleted``'s assignment empty, as ``kstore replay``
     reads its source (``assignments=False``): a replay decides every assignment itself.
     The recorded ones, most of a log's bytes, are then neither read from Parquet nor
-    shuffled nor turned into Python objects."""
+    shuffled nor turned into Python objects; nor is ``position``."""
     from pyspark.sql import functions as F
 
     kind = spark_schema()["data"].dataType["assignment"].dataType
     empty = F.when(F.col("type") == AssignmentCompleted.type_name(), F.create_map().cast(kind))
-    return log.withColumn("data", F.col("data").withField("assignment", empty))
+    return log.drop("position").withColumn("data", F.col("data").withField("assignment", empty))
 
 
 def replay_log(
