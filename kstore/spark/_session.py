@@ -41,7 +41,7 @@ DEFAULTS: dict[str, str] = {
     # The per-stream tasks turn each Arrow batch into Python objects: small batches keep
     # a Python worker's memory to a few streams' worth, whatever a partition holds.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
-    # Batches cut by rows only: with a byte limit (Spark's default 256 MiB) the JVM sizes
+    # Batches cut by rows only: with a byte limit (Spark's default: 64 MiB) the JVM sizes
     # the batch's Arrow vectors after every row it adds, walking each nested vector (the
     # events' ``data``): a third of a replay's task time in the JVM. Int.MaxValue turns
     # the check off; the row limit above keeps batches small.
