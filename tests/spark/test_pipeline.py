@@ -274,3 +274,10 @@ def test_a_small_local_input_runs_the_first_jit_tier_only(tmp_path: Path) -> Non
     with small.open("r+b") as grown:
         grown.truncate(65 << 20)  # past 64 MiB: C2 pays back
     assert fit_jvm("local[2]", {"k": "v"}, [str(small)]) == {"k": "v"}
+
+
+def test_the_python_tasks_get_batches_cut_by_rows_only(spark: Any) -> None:
+    # A byte limit makes the JVM size the batch's nested vectors after each row it adds
+    # (Int.MaxValue is Spark's "no limit"); the row limit keeps the batches small.
+    assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == str(2**31 - 1)
+    assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "2000"
