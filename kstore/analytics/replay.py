@@ -468,7 +468,7 @@ def replay(
     # times, data): that finds where the run stopped whatever the ids' length (an id cut
     # at 200 characters cannot be parsed back into its source's), and refuses a target
     # from another strategy or source, which counting alone would take as a prefix.
-    stored = writer.stored(target)
+    stored = writer.stored(target, sizes.get(target, 0))
     if writer.version(target) and not resume:
         raise UsageError(
             f"timeline {target.timeline!r} of {cluster}/{group} exists already "

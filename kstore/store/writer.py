@@ -221,10 +221,13 @@ class Writer:
             known = self._versions[stream] = self.store.version(stream)
         return known
 
-    def stored(self, stream: StreamId) -> Iterator[Event]:
+    def stored(self, stream: StreamId, version: int | None = None) -> Iterator[Event]:
         """The stream's stored events, in order, up to the version this writer resumes
-        from (for a producer that derives them again and checks them)."""
-        version = self._versions[stream] = self.store.version(stream)
+        from (for a producer that derives them again and checks them). ``version``: the
+        stream's version as the producer has just read it (``streams``), else read here."""
+        if version is None:
+            version = self.store.version(stream)
+        self._versions[stream] = version
         if not version:
             return iter(())
         found = self.store.events(
