@@ -223,6 +223,11 @@ def _flat_ints(parts: Sequence[Sequence[int]]) -> _Ints:
     return np.fromiter(chain.from_iterable(parts), dtype=np.int64)
 
 
+def _ranges(starts: _Ints, counts: _Ints) -> _Ints:
+    """The indices of runs of ``counts`` from ``starts``, one run after the other."""
+    return np.repeat(starts - offsets(counts), counts) + np.arange(counts.sum(), dtype=np.int64)
+
+
 def offsets(counts: Sequence[int] | _Ints) -> _Ints:
     """Where each of runs of ``counts`` values, one after the other, starts."""
     out = np.zeros(len(counts), dtype=np.int64)
@@ -358,8 +363,9 @@ class Entries:
         topics, numbers = zip(*tps, strict=True) if tps else ((), ())
         self.topic_names, topic = _encoded(topics)
         number = np.array(numbers, dtype=np.int64)
+        lists = offsets(counts)  # where each owner's list starts among the entries
         if len(tps) < size:
-            at = np.repeat(starts - offsets(counts), counts) + np.arange(size, dtype=np.int64)
+            at = _ranges(starts, counts)
             topic, number = topic[at], number[at]
         self.topic: _Ints = topic
         self.number: _Ints = number
@@ -383,7 +389,8 @@ class Entries:
             for d in decisions
             for same in (repeat(False, len(d.owners)) if d.repeated is None else d.repeated)
         ]
-        self.local_prev[np.repeat(np.array(looked, dtype=np.bool_), counts)] = _flat_ints(
+        found = np.flatnonzero(np.array(looked, dtype=np.bool_))
+        self.local_prev[_ranges(lists[found], counts[found])] = _flat_ints(
             [d.local_prev for d in decisions]
         )
 
@@ -586,30 +593,28 @@ class _Analytics:
         self.same = prev == owner
         pair_of = pair_base[event] + topic * self.people[event]  # + member code
 
-        self.eligible = np.zeros(slots, dtype=np.bool_)
+        # The (topic, member) pairs of a member at E subscribing to the topic (each
+        # once): their slots, and their topic and member slots.
         rows = self.subscribed
         pairs = rows.local_topic >= 0
         pair_event = rows.of[pairs]
-        self.eligible[
-            pair_base[pair_event]
-            + rows.local_topic[pairs] * self.people[pair_event]
-            + rows.local_member[pairs]
-        ] = True
+        pair_topic, pair_member = rows.local_topic[pairs], rows.local_member[pairs]
+        pair_slot = pair_base[pair_event] + pair_topic * self.people[pair_event] + pair_member
+        self.pair_topic = topic_base[pair_event] + pair_topic
+        self.pair_member = self.member_base[pair_event] + pair_member
+        self.eligible = np.zeros(slots, dtype=np.bool_)
+        self.eligible[pair_slot] = True
         single = entries.single
         self.retainable = single & self.known & self.eligible[pair_of + np.maximum(prev, 0)]
-        self.topic_loads = np.bincount((pair_of + owner)[entries.pair_first], minlength=slots)
-        # Each pair slot's topic slot and member slot.
-        slot_event = np.repeat(events, pair_sizes)
-        local = np.arange(slots, dtype=np.int64) - pair_base[slot_event]
-        slot_people = self.people[slot_event]
-        self.pair_topic = topic_base[slot_event] + local // slot_people
-        self.pair_member = self.member_base[slot_event] + local % slot_people
+        loaded = pair_of + owner
+        if not entries.pair_first.all():
+            loaded = loaded[entries.pair_first]
+        self.pair_loads = np.bincount(loaded, minlength=slots)[pair_slot]
         self.size_of: _Ints = np.array(self.size, dtype=np.int64)
         self.exists_of: _Bools = np.array(self.exists, dtype=np.bool_)
-        member_event = np.repeat(events, people)
+        self.member_event = np.repeat(events, people)
         self.at_e = np.zeros(self.members, dtype=np.bool_)
-        self.at_e[self.member_base[rows.of] + rows.local_member] = True
-        self.member_event = member_event
+        self.at_e[self.member_base[rows.member_of] + rows.member_local] = True
 
     def members_at(self) -> Listed:
         rows = self.subscribed
@@ -630,7 +635,7 @@ class _Analytics:
 
     def _topic_stats(self) -> pa.Table:
         entries = self.entries
-        subscribers = np.bincount(self.pair_topic[self.eligible], minlength=self.topics)
+        subscribers = np.bincount(self.pair_topic, minlength=self.topics)
         wanted = self.exists_of & (subscribers > 0)
         covered = self._of_topics(entries.tp_first & (entries.number < self.size_of[self.topic]))
         single, known, retainable = entries.single, self.known, self.retainable
@@ -646,9 +651,7 @@ class _Analytics:
             "double_assigned": self._of_topics(entries.tp_first & entries.shared),
             "subscribers": subscribers,
             # Per topic, max - min of its subscribers' partitions of it (NULL: none).
-            "imbalance": _spread(
-                self.pair_topic[self.eligible], self.topic_loads[self.eligible], self.topics
-            ),
+            "imbalance": _spread(self.pair_topic, self.pair_loads, self.topics),
         }
         of = np.repeat(np.arange(len(self.widths), dtype=np.int64), self.widths)
         return keyed_table("kstore_topic_stats", self.keys, of, columns)
@@ -658,7 +661,7 @@ class _Analytics:
         decisions = entries.decisions
         # Loads over the members at E that subscribe to a topic that exists at E.
         counts = np.zeros(self.members, dtype=np.bool_)
-        counts[self.pair_member[self.eligible & self.exists_of[self.pair_topic]]] = True
+        counts[self.pair_member[self.exists_of[self.pair_topic]]] = True
         loads = np.bincount(self.owner[entries.pair_first], minlength=self.members)
         counted = self.at_e & counts
         which, load = self.member_event[counted], loads[counted]
@@ -691,6 +694,10 @@ class _MembersAt(NamedTuple):
     topic: Coded
     local_member: _Ints
     local_topic: _Ints
+    member_of: _Ints
+    """Per member at an E (in order), its E."""
+    member_local: _Ints
+    """... and its code in E."""
 
 
 class _Subscribed:
@@ -752,16 +759,18 @@ class _Subscribed:
         slot = np.array(self.slot, dtype=np.int64)
         repeats = sizes[slot]
         of = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
-        at = np.repeat(offsets(sizes)[slot] - offsets(repeats), repeats)
-        at += np.arange(len(at), dtype=np.int64)
+        local = np.array(self.local, dtype=np.int64)
+        at = _ranges(offsets(sizes)[slot], repeats)
         member = np.repeat(np.array(self.member, dtype=np.int64), repeats)
         topic = np.array(self.slot_topic, dtype=np.int64)[at]
         return _MembersAt(
             np.repeat(of, repeats),
             Coded(member, list(self.members)),
             Coded(topic, list(self.batch_topics)),
-            np.repeat(np.array(self.local, dtype=np.int64), repeats),
+            np.repeat(local, repeats),
             np.array(self.slot_local, dtype=np.int64)[at],
+            of,
+            local,
         )
 
 
