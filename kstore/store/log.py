@@ -494,7 +494,7 @@ class Store:
 
     def _revision(self, conn: _Conn) -> str | None:
         found = conn.rows(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'alembic_version'"
         )
         if not found[0][0]:
             return None
@@ -589,11 +589,7 @@ class Store:
             if checkpoint is not None:
                 self._write_checkpoint(conn, checkpoint)
             if unique:
-                with conn.registered("_kstore_ids", pa.table({"event_id": list(unique)})):
-                    present = conn.rows(
-                        f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events "
-                        "JOIN _kstore_ids USING (event_id) ORDER BY position"
-                    )
+                present = self._stored_ids(conn, unique)
             for row in present:
                 stored = _stored(row)
                 given = unique.pop(stored.event.event_id)
@@ -610,6 +606,24 @@ class Store:
         self._heads.update(heads)
         versions = {stream: head.state.version for stream, head in heads.items()}
         return AppendResult(len(unique), len(present), versions)
+
+    def _stored_ids(self, conn: _Conn, ids: Iterable[str]) -> list[tuple[Any, ...]]:
+        """The log's rows of those of ``ids`` it holds, in log order. Their positions are
+        looked up first: a join that returned whole rows read every event's ``data``
+        (100 events of 10,000 partitions in batches of 10: 90 ms of CPU, where there were
+        none)."""
+        with conn.registered("_kstore_ids", pa.table({"event_id": list(ids)})):
+            found = conn.rows(
+                "SELECT position FROM kstore_events JOIN _kstore_ids USING (event_id)"
+            )
+        if not found:
+            return []
+        positions = [position for (position,) in found]
+        return conn.rows(
+            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position BETWEEN ? AND ? "
+            "AND list_contains(?, position) ORDER BY position",
+            [min(positions), max(positions), positions],
+        )
 
     def _write_checkpoint(self, conn: _Conn, checkpoint: CheckpointWrite) -> None:
         found = conn.rows("SELECT position FROM kstore_checkpoints WHERE key = ?", [checkpoint.key])
