@@ -156,6 +156,8 @@ class Projector:
             if self.keep:
                 self._read.append(decision)
                 self._entries += len(decision.tps)
+            else:  # no rows to make: the previous decision is of no more use
+                decision.previous = None
         elif isinstance(data, MemberReplaced):
             old, new = data.old_member_id, data.new_member_id
             if old != new:
@@ -188,6 +190,10 @@ class Projector:
         if self._read:
             made = self._made()
             self._read, self._entries = [], 0
+            # Their rows made, the decisions read against need the previous ones no more
+            # (the stream's latest would keep all its earlier ones alive).
+            for _, decision in self._decided.values():
+                decision.previous = None
             for name, rows in made.items():
                 held = self._tables.get(name)
                 self._tables[name] = rows if held is None else pa.concat_tables([held, rows])

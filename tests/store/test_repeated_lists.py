@@ -5,6 +5,7 @@ with members replaced between them."""
 
 from __future__ import annotations
 
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -122,3 +123,19 @@ def test_generated_streams_make_the_rows_read_alone(steps: list[tuple[str, objec
         datas.append(_decided(generation, **lists))
         previous = lists
     _same_rows(datas)
+
+
+def test_a_decision_is_not_kept_alive_by_the_next_once_its_rows_are_made() -> None:
+    """A decision read against the previous one holds it (for the batch's rows) only
+    until they are made: a projector that keeps no rows (a head loaded from the log), or
+    one whose rows were made, does not hold every earlier decision of the stream."""
+    lists = {"a": [("t", 0), ("t", 1)], "b": [("t", 2), ("u", 0)], "c": [("u", 1)]}
+    for keep in (False, True):
+        events = _events([*_start(), *(_decided(g, **lists) for g in range(1, 5))])
+        projector, head = Projector(keep), StreamHead()
+        for event in events:
+            projector.feed(head, event, event.at.replace(tzinfo=None))
+        projector.arrow(PROJECTED[0])
+        earlier = weakref.ref(events[-2].data)
+        del events, event
+        assert earlier() is None, keep
