@@ -237,22 +237,27 @@ def _spans(entries: Entries, members_at: Listed) -> list[Spans]:
 def _stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
     """The order that sorts rows by ``columns`` (integers, the first the most
     significant), stable; and, in that order, whether each row's values differ from the
-    row's before it (the first row's do)."""
+    row's before it (the first row's do). A column of one value is left out (it tells
+    no rows apart)."""
     size = len(columns[0])
-    columns = [column - column.min() for column in columns] if size else columns
-    code = np.zeros(size, dtype=np.int64)
+    telling = []
+    for column in columns if size else ():
+        low, high = int(column.min()), int(column.max())
+        if low != high:
+            telling.append((column - low if low else column, high - low + 1))
+    code: _Ints = np.zeros(size, dtype=np.int64)
     span = 1
-    for column in columns:
-        width = int(column.max()) + 1 if size else 1
+    for index, (column, width) in enumerate(telling):
         span *= width
         if span >= 1 << 62:  # too many for one number: sort by each column
-            order = np.lexsort(columns[::-1])
+            kept = [c for c, _ in telling]
+            order = np.lexsort(kept[::-1])
             changed = np.zeros(size, dtype=np.bool_)
-            for column in columns:
+            for column in kept:
                 ordered = column[order]
                 changed[1:] |= ordered[1:] != ordered[:-1]
             break
-        code = code * width + column
+        code = column if index == 0 else code * width + column
     else:
         order = np.argsort(code, kind="stable")
         ordered = code[order]
