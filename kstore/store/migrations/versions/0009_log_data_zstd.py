@@ -3,7 +3,7 @@
 Every append ends with a checkpoint, which writes the last row group of
 ``kstore_events`` again, its JSON included. DuckDB chose DICT_FSST for the JSON of
 small groups' events: a 10,000-step simulation's 30,306 events (90 MB of JSON) took 2.6
-CPU s of checkpoints over its nine appends, and 49 MB of file; with zstd, 0.2-0.35 s and
+CPU s of checkpoints over its eight appends, and 49 MB of file; with zstd, 0.2-0.35 s and
 5 MB. Only the column's storage changes: the rows are the same.
 
 Revision ID: 0009_log_data_zstd
