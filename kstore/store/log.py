@@ -611,7 +611,8 @@ class Store:
         """The log's rows of those of ``ids`` it holds, in log order. Their positions are
         looked up first: a join that returned whole rows read every event's ``data``
         (100 events of 10,000 partitions in batches of 10: 90 ms of CPU, where there were
-        none)."""
+        none). The rows then by a join on those positions, not ``list_contains`` of them
+        (a scan of the list per row: 90,000 events appended again, 2.5-3 -> 0.2 CPU s)."""
         with conn.registered("_kstore_ids", pa.table({"event_id": list(ids)})):
             found = conn.rows(
                 "SELECT position FROM kstore_events JOIN _kstore_ids USING (event_id)"
@@ -619,11 +620,13 @@ class Store:
         if not found:
             return []
         positions = [position for (position,) in found]
-        return conn.rows(
-            f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events WHERE position BETWEEN ? AND ? "
-            "AND list_contains(?, position) ORDER BY position",
-            [min(positions), max(positions), positions],
-        )
+        with conn.registered("_kstore_found", pa.table({"position": positions})):
+            return conn.rows(
+                f"SELECT {_cols(_EVENT_COLUMNS)} FROM kstore_events "
+                "SEMI JOIN _kstore_found USING (position) "
+                "WHERE position BETWEEN ? AND ? ORDER BY position",
+                [min(positions), max(positions)],
+            )
 
     def _write_checkpoint(self, conn: _Conn, checkpoint: CheckpointWrite) -> None:
         found = conn.rows("SELECT position FROM kstore_checkpoints WHERE key = ?", [checkpoint.key])
