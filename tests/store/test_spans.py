@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 import duckdb
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from kstore.model import AssignmentCompleted, Event, GroupState, MemberJoined
 from kstore.store import log
 from kstore.store.interface import ConcurrencyError
 from kstore.store.log import Store
-from kstore.store.projections import SPANNED
+from kstore.store.projections import SPANNED, _stable_groups
 from tests.store._stores import fresh_store
 from tests.store.events_gen import make_event, streams
 
@@ -184,3 +185,25 @@ def test_a_downgrade_stores_the_views_rows_and_an_upgrade_rebuilds_the_spans(
     store.init()
     assert [_rows(store, table) for table in SPANNED] == spans
     assert [_rows(store, view) for view in views] == rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda width: st.lists(
+            st.tuples(*[st.sampled_from([0, 1, 5, -3, 2**40, -(2**40)])] * width),
+            max_size=25,
+        ).map(lambda rows: (width, rows))
+    )
+)
+def test_stable_groups_are_a_stable_sort_by_every_column(shape: tuple[int, list[Any]]) -> None:
+    """Whatever the columns leave out (one value) or overflow (sorted column by column):
+    the order a stable sort by all of them gives, and where their values change."""
+    width, rows = shape
+    columns = [np.array([row[c] for row in rows], dtype=np.int64) for c in range(width)]
+    order, changed = _stable_groups(columns)
+    expected = sorted(range(len(rows)), key=lambda i: rows[i])
+    assert order.tolist() == expected
+    assert changed.tolist() == [
+        at == 0 or rows[i] != rows[expected[at - 1]] for at, i in enumerate(expected)
+    ]
