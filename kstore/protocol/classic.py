@@ -394,7 +394,10 @@ class ClassicGroupSim(GroupSim):
                     self._schedule_expiry(member_id, now + self._session_timeout(member_id))
                 continue
             if cooperative:
-                revoked = client.owned.difference(tps)
+                owned = client.owned
+                if len(owned) == len(tps) and owned.issuperset(tps):
+                    continue  # it keeps what it holds: nothing to give up or take
+                revoked = owned.difference(tps)
                 if revoked:
                     self.release(client, revoked)
                     rejoin = (client, client.life)
