@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-__all__ = ["event_id", "uuid5_bytes", "uuid5_text", "uuid_text"]
+__all__ = ["event_id", "uuid5_bytes", "uuid5_text"]
 
 _NAMESPACE = uuid.UUID("6d1f3c52-8a54-4f0e-9a43-3f1b0e7c2a61")
 _NAMESPACE_BYTES = _NAMESPACE.bytes
@@ -28,15 +28,9 @@ def uuid5_bytes(name: str) -> bytes:
     return bytes(raw)
 
 
-def uuid_text(raw: bytes) -> str:
-    """The canonical 8-4-4-4-12 text of 16 UUID bytes."""
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
 def uuid5_text(name: str) -> str:
-    """``str(uuid.uuid5(namespace, name))``: ``uuid_text(uuid5_bytes(name))`` from the
-    digest's hex text, its version and variant digits set (each event's id: a hot path)."""
+    """``str(uuid.uuid5(namespace, name))``, from the digest's hex text with its version
+    and variant digits set (each event's id: a hot path)."""
     h = hashlib.sha1(_NAMESPACE_BYTES + name.encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
