@@ -395,7 +395,7 @@ class ClassicGroupSim(GroupSim):
                 continue
             if cooperative:
                 owned = client.owned
-                if len(owned) == len(tps) and owned.issuperset(tps):
+                if len(owned) == len(tps) and owned == set(tps):
                     continue  # it keeps what it holds: nothing to give up or take
                 revoked = owned.difference(tps)
                 if revoked:

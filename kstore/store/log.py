@@ -10,6 +10,7 @@ halfway. Bulk rows go in as Arrow tables.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -277,6 +278,9 @@ class _Writing:
                 instance.execute("DETACH DATABASE IF EXISTS kstore")
         except BaseException:
             cls._held = None
+            if not failed:  # the file may still be attached: let it go with the instance
+                with contextlib.suppress(Exception):
+                    instance.close()
             raise
         finally:
             with cls._lock:
@@ -302,7 +306,14 @@ def _attached(path: str, read_only: bool) -> tuple[Any, Any | None]:
     None: its own). A window that writes runs DuckDB with ``_WRITING``."""
     shared = None if read_only else _Writing.take()
     own = {} if read_only else _WRITING
-    db = duckdb.connect(config=own) if shared is None else shared.cursor()
+    if shared is None:
+        db = duckdb.connect(config=own)
+    else:
+        try:
+            db = shared.cursor()
+        except BaseException:
+            _Writing.give_back(shared, failed=True)
+            raise
     try:
         quoted = path.replace("'", "''")
         mode = "READ_ONLY, " if read_only else ""

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from kstore.model import EventError, StreamId
-from kstore.store.log import ConcurrencyError, Store
+from kstore.store.log import ConcurrencyError, Store, _Writing
 from tests.store.test_store import completed
 
 G = StreamId("default", "g", "recorded")
@@ -78,3 +78,16 @@ def test_a_forked_copy_appends_with_an_instance_of_its_own(store: Store) -> None
     store.append([completed(3, {"b": [("t", 1)]})])
     assert [s.version for s in store.events()] == [1, 2, 3]
     assert _count(store.path) == 3
+
+
+def test_a_shared_instance_that_cannot_open_a_cursor_is_given_up(store: Store) -> None:
+    store.append([completed(1, {"a": [("t", 0)]})])
+    held = _Writing._held
+    assert held is not None  # kept from the append
+    held.close()  # as if DuckDB had failed under it: cursor() now raises
+    with pytest.raises(duckdb.Error):
+        store.append([completed(2, {"a": [("t", 1)]})])
+    assert not _Writing._busy and _Writing._held is None
+    store.append([completed(2, {"a": [("t", 1)]})])
+    assert _Writing._held is not None  # the next window shares again
+    assert [s.version for s in store.events()] == [1, 2]
