@@ -66,9 +66,8 @@ def _kept_owned(
     if flat_count and group.multiply_claimed:
         keep = ~np.isin(pid, np.fromiter(group.multiply_claimed, dtype=np.int64))
         pid, member = pid[keep], member[keep]
-    offsets = np.asarray(group.offsets, dtype=np.int64)
-    topic = np.searchsorted(offsets, pid, side="right") - 1
-    rank_key = (pid - offsets[topic]) * max(len(group.topics), 1) + topic
+    topic, partition = group.split(pid)
+    rank_key = partition * max(len(group.topics), 1) + topic
     order = np.lexsort((rank_key, member))
     pid, member = pid[order], member[order]
     per_member = np.bincount(member, minlength=n)

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import repeat
 
+import numpy as np
+import numpy.typing as npt
+
 from kstore._java import hash_order, java_sorted, java_string_key, string_hash, to_int32
 from kstore.assignors._claims import Claims, settle_claims
 from kstore.assignors._contract import AssignmentRequest, MemberSubscription
@@ -83,6 +86,15 @@ class StickyGroup:
             else:
                 hi = mid - 1
         return lo
+
+    def split(
+        self, pids: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Each partition id's topic index and partition number (``topic_of`` over an
+        array)."""
+        offsets = np.asarray(self.offsets, dtype=np.int64)
+        topic = np.searchsorted(offsets, pids, side="right") - 1
+        return topic, pids - offsets[topic]
 
     def partition_hash(self, topic: int, pid: int) -> int:
         """``TopicPartition.hashCode`` of a partition id of ``topic``."""

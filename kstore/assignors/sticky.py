@@ -121,12 +121,9 @@ def _assignment(
     order = np.argsort(holders, kind="stable")
     pids = pids[order]
     bounds = np.cumsum(np.bincount(holders, minlength=len(group.member_ids))).tolist()
-    offsets = np.asarray(group.offsets, dtype=np.int64)
+    topic, partition = group.split(pids)
     names = np.asarray(group.topics, dtype=object)
-    topic = np.searchsorted(offsets, pids, side="right") - 1
-    pairs: list[TopicPartition] = list(
-        zip(names[topic].tolist(), (pids - offsets[topic]).tolist(), strict=True)
-    )
+    pairs: list[TopicPartition] = list(zip(names[topic].tolist(), partition.tolist(), strict=True))
     in_python_order = group.topics == sorted(group.topics)
     result: Assignment = {}
     for member in request.members:
