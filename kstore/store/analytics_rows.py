@@ -35,7 +35,7 @@ Tables (one set of rows per E, keyed by its stream and version):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -198,9 +198,7 @@ class Decision:
         """``people`` and ``local_prev`` from the previous owners ``found`` of the
         entries looked up."""
         people: dict[str | None, int] = dict(zip(self.owners, range(len(self.owners)), strict=True))
-        for name in dict.fromkeys(found):
-            if name is not None and name not in people:
-                people[name] = len(people)
+        _code_new(people, [name for name in dict.fromkeys(found) if name is not None])
         self.people: dict[str | None, int] = people
         self.local_prev: list[int] = list(map(people.get, found, repeat(-1, len(found))))
 
@@ -221,6 +219,12 @@ class Decision:
 
 def _flat_ints(parts: Sequence[Sequence[int]]) -> _Ints:
     return np.fromiter(chain.from_iterable(parts), dtype=np.int64)
+
+
+def _code_new(codes: dict[Any, int], values: Iterable[Any]) -> None:
+    """``codes`` given each of ``values`` (distinct) it lacks, coded after its own in order."""
+    more = [v for v in values if v not in codes]
+    codes.update(zip(more, range(len(codes), len(codes) + len(more)), strict=True))
 
 
 def _ranges(starts: _Ints, counts: _Ints) -> _Ints:
@@ -538,8 +542,7 @@ class _Analytics:
             tcode = {t: i for i, t in enumerate(names)}
             local_topic.extend(tcode[t] for t in own)
             mcode = dict(mcode)
-            more = [m for m in members if m not in mcode]
-            mcode.update(zip(more, range(len(mcode), len(mcode) + len(more)), strict=True))
+            _code_new(mcode, members)
             count = len(mcode)
             per_topic = dict.fromkeys(names, 0)
             for _, tp in revoked:  # (member, partition) pairs
@@ -749,10 +752,8 @@ class _Subscribed:
         self.counts.append(len(members))
         self.slot.extend(map(slots.__getitem__, kinds))
         self.local.extend(map(mcode.__getitem__, members))
-        names = self.members
-        more = [m for m in members if m not in names]
-        names.update(zip(more, range(len(names), len(names) + len(more)), strict=True))
-        self.member.extend(map(names.__getitem__, members))
+        _code_new(self.members, members)
+        self.member.extend(map(self.members.__getitem__, members))
 
     def rows(self) -> _MembersAt:
         sizes = np.array(self.sizes, dtype=np.int64)
