@@ -175,9 +175,9 @@ class Decision:
         last_owner: dict[TopicPartition, str],
     ) -> bool:
         """With ``before`` the previous decision's lists (each partition listed once):
-        ``prevs`` and ``last_owner`` advanced, looking up only the lists that differ
-        from the same member's in ``before``, if E lists every partition once (False:
-        nothing done, E may not)."""
+        ``people``, ``local_prev`` and ``last_owner`` advanced, looking up only the lists
+        that differ from the same member's in ``before``, if E lists every partition once
+        (False: nothing done, E may not)."""
         same = [before.get(m) == given for m, given in zip(self.owners, lists, strict=True)]
         kept = {m for m, repeated in zip(self.owners, same, strict=True) if repeated}
         other = [given for given, repeated in zip(lists, same, strict=True) if not repeated]
