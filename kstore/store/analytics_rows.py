@@ -605,10 +605,10 @@ class _Analytics:
         pair_slot = pair_base[pair_event] + pair_topic * self.people[pair_event] + pair_member
         self.pair_topic = topic_base[pair_event] + pair_topic
         self.pair_member = self.member_base[pair_event] + pair_member
-        self.eligible = np.zeros(slots, dtype=np.bool_)
-        self.eligible[pair_slot] = True
+        eligible = np.zeros(slots, dtype=np.bool_)
+        eligible[pair_slot] = True
         single = entries.single
-        self.retainable = single & self.known & self.eligible[pair_of + np.maximum(prev, 0)]
+        self.retainable = single & self.known & eligible[pair_of + np.maximum(prev, 0)]
         loaded = pair_of + owner
         if not entries.pair_first.all():
             loaded = loaded[entries.pair_first]
