@@ -15,6 +15,7 @@ from typing import Any
 
 from kstore.model import (
     AssignmentCompleted,
+    AssignmentNotTakenUp,
     Event,
     MemberJoined,
     MemberLeft,
@@ -45,6 +46,11 @@ def _stream(events: list[Event]) -> list[dict[str, Any]]:
     topics: dict[str, int] = {}
     last_owner: dict[Partition, str] = {}  # prev(p): the last single owner
     previous: dict[str, set[Partition]] = {}  # the previous AssignmentCompleted
+    # The latest AssignmentCompleted's generation and the one before it, as written:
+    # what an AssignmentNotTakenUp of that generation gives its member back.
+    generation: int | None = None
+    latest: dict[str, list[Partition]] = {}
+    before: dict[str, list[Partition]] = {}
     starts: list[tuple[int, datetime]] = []
     rows = []
     for version, event in enumerate(events, start=1):
@@ -70,11 +76,21 @@ def _stream(events: list[Event]) -> list[dict[str, Any]]:
                 previous[new] = previous.pop(old) | previous.get(new, set())
         elif isinstance(data, RebalanceStarted):
             starts.append((data.generation, event.at))
+        elif isinstance(data, AssignmentNotTakenUp):
+            # The member holds its share of the assignment before again (none if that
+            # did not name it), and is the last owner of each of those partitions; a
+            # fact of another generation, or naming a member neither names, is odd.
+            member = data.member_id
+            if data.generation == generation and (member in previous or member in before):
+                held = before.get(member, [])
+                previous[member] = set(held)
+                last_owner.update(dict.fromkeys(held, member))
         elif isinstance(data, AssignmentCompleted):
             rows.append(_row(event, data, version, members, topics, last_owner, previous, starts))
             for tp, holders in _holders(data).items():
                 if len(holders) == 1:
                     last_owner[tp] = next(iter(holders))
+            before, latest, generation = latest, data.assignment, data.generation
             previous = {m: set(tps) for m, tps in data.assignment.items()}
     return rows
 
