@@ -198,7 +198,7 @@ class ClassicGroupSim(GroupSim):
         the join phase itself)."""
         client = self.client_of(member_id)
         if client is not None:
-            self.release(client, client.owned)
+            self.release_all(client)
             self.bind(client, None)
         member = self.state.members[member_id]
         self.emit(construct(MemberLeft, member_id=member_id, reason=left))
@@ -394,16 +394,15 @@ class ClassicGroupSim(GroupSim):
                     self._schedule_expiry(member_id, now + self._session_timeout(member_id))
                 continue
             if cooperative:
-                owned = client.owned
+                owned = ledger.held(member_id)
                 if len(owned) == len(tps) and owned == set(tps):
                     continue  # it keeps what it holds: nothing to give up or take
                 revoked = owned.difference(tps)
                 if revoked:
-                    self.release(client, revoked)
+                    ledger.release(member_id, revoked, now)
                     rejoin = (client, client.life)
                     yield now + self.settings.poll_ms, client.rejoin_key, rejoin
             taken.append((member_id, tps))
-            client.owned.update(tps)
         ledger.acquire_each(taken, now)
 
     # --- members: rejoining -----------------------------------------------------------------
@@ -439,7 +438,7 @@ class ClassicGroupSim(GroupSim):
         # Every member of every rebalance passes through here: the join phase's common
         # case (the member parks until all have joined) is done without further calls.
         queue, eager = self.queue, self.protocol_name == "eager"
-        release = self.ledger.release
+        release_all = self.ledger.release_all
         for client, life in due:
             now = queue.now
             if client.life != life or not client.alive or now < client.cut_until:
@@ -449,9 +448,8 @@ class ClassicGroupSim(GroupSim):
             if member_id is None or member_id not in members:
                 self._schedule_rejoin_as_new(client)
                 continue
-            if eager and client.owned:
-                release(member_id, client.owned, now)
-                client.owned = set()
+            if eager:
+                release_all(member_id, now)
             if self.phase != PREPARING:
                 self._join_existing(client, member_id, client_reason, metadata_changed=False)
                 continue
@@ -484,7 +482,7 @@ class ClassicGroupSim(GroupSim):
             )
 
     def _schedule_rejoin_as_new(self, client: Client) -> None:
-        self.release(client, client.owned)
+        self.release_all(client)
         self.bind(client, None)
         client.life += 1
         life = client.life
@@ -511,7 +509,7 @@ class ClassicGroupSim(GroupSim):
             self._replace_static(client, existing)
             return
         if self.protocol_name == "eager":
-            self.release(client, client.owned)
+            self.release_all(client)
         member_id = self._add_member(client)
         if self.phase == PREPARING and self.previous_phase == EMPTY:
             self.new_member_added = True
@@ -533,7 +531,7 @@ class ClassicGroupSim(GroupSim):
         old_client = self.client_of(old)
         if old_client is not None and old_client is not client:
             # The old process is fenced (FENCED_INSTANCE_ID): it stops for good.
-            self.release(old_client, old_client.owned)
+            self.release_all(old_client)
             self.bind(old_client, None)
             self.halt(old_client)
         self.emit(
@@ -606,7 +604,7 @@ class ClassicGroupSim(GroupSim):
         if tuple(old) == new:
             return
         if self.protocol_name == "eager":
-            self.release(client, client.owned)
+            self.release_all(client)
         self.emit(construct(SubscriptionChanged, member_id=member_id, topics=list(new)))
         self._join_existing(
             client,
@@ -632,7 +630,7 @@ class ClassicGroupSim(GroupSim):
         if self.phase != STABLE or self.subscribed_counts() == self.assigned_topics:
             return
         if self.protocol_name == "eager":
-            self.release(client, client.owned)
+            self.release_all(client)
         self._join_existing(
             client,
             member_id,

@@ -163,7 +163,7 @@ class ConsumerGroupSim(GroupSim):
         member_id = client.member_id
         if member_id is None or member_id not in self.state.members:
             # FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: give everything up, join at epoch 0.
-            self.release(client, client.owned)
+            self.release_all(client)
             self._join(client)
             return
         queue.cancel(f"expire:{member_id}")  # the session goes on
@@ -174,7 +174,7 @@ class ConsumerGroupSim(GroupSim):
     def _reconcile(self, client: Client, member_id: str) -> None:
         member = self.epochs[member_id]
         if member.state == UNREVOKED:
-            if client.owned & member.revoking:
+            if not member.revoking.isdisjoint(self.owned(client)):
                 return  # not acknowledged yet
             member.revoking = set()
             member.state = STABLE
@@ -298,7 +298,7 @@ class ConsumerGroupSim(GroupSim):
     def _remove(self, member_id: str, left: _LeftReason, reason: str) -> None:
         client = self.client_of(member_id)
         if client is not None:
-            self.release(client, client.owned)
+            self.release_all(client)
             # A consumer-protocol client keeps its member id and rejoins at epoch 0.
             self._schedule_heartbeat(client)
         self.emit(construct(MemberLeft, member_id=member_id, reason=left))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import random
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain
@@ -69,8 +69,6 @@ class Client:
     busy_until: int = 0
     silent_since: int | None = None
     """When its heartbeats stopped reaching the coordinator (crash, cut off, poll timeout)."""
-    owned: set[TopicPartition] = field(default_factory=set)
-    """The partitions the client holds now (revoked ones gone, new ones not yet arrived)."""
     rejoin_key: str = field(init=False)
     """The keys of its JoinGroup's and its heartbeat's timers (its name is for life: made
     once)."""
@@ -244,7 +242,7 @@ class GroupSim:
         client = self.client(name)
         if not client.alive:
             return
-        self.release(client, client.owned)
+        self.release_all(client)
         self.halt(client)
         client.silent_since = self.now
         self.on_stop(client, clean=clean)
@@ -309,18 +307,26 @@ class GroupSim:
 
     # --- partitions as clients hold them -------------------------------------------------
 
-    def release(self, client: Client, tps: set[TopicPartition] | frozenset[TopicPartition]) -> None:
+    # The ledger keeps what each member holds; a client holds nothing without a member id
+    # (it lets go of everything before it gives its id up).
+
+    def owned(self, client: Client) -> Set[TopicPartition]:
+        """The partitions the client holds now (revoked ones gone, new ones not yet
+        arrived): the ledger's set, not to be changed."""
+        member_id = client.member_id
+        return self.ledger.held(member_id) if member_id is not None else frozenset()
+
+    def release(self, client: Client, tps: Set[TopicPartition]) -> None:
         if client.member_id is not None:
             self.ledger.release(client.member_id, tps, self.now)
-        if tps is client.owned:
-            client.owned = set()
-        else:
-            client.owned -= tps
+
+    def release_all(self, client: Client) -> None:
+        if client.member_id is not None:
+            self.ledger.release_all(client.member_id, self.now)
 
     def acquire(self, client: Client, tps: set[TopicPartition]) -> None:
         assert client.member_id is not None
         self.ledger.acquire(client.member_id, tps, self.now)
-        client.owned |= tps
 
     def client_of(self, member_id: str) -> Client | None:
         return self.member_clients.get(member_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,8 @@ rebalance.
 Each partition points to one hold, so a member letting go of all it holds (an eager
 rebalance: every member) is one change, not one per partition.
 """
+
+_NOTHING: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass(slots=True)
@@ -60,14 +62,24 @@ class OwnershipLedger:
                         unowned = [None, now, None]
                     holds[tp] = unowned
 
+    def held(self, member: str) -> Set[TopicPartition]:
+        """The partitions ``member`` holds now: the ledger's own set, not to be changed."""
+        hold = self.live.get(member)
+        return hold[2] if hold is not None else _NOTHING
+
+    def release_all(self, member: str, now: int) -> None:
+        """``member`` lets go of everything it holds: its hold ends."""
+        hold = self.live.pop(member, None)
+        if hold is not None:
+            hold[1] = now
+
     def release(self, member: str, tps: Iterable[TopicPartition], now: int) -> None:
         """``member`` lets go of those of ``tps`` it holds."""
         hold = self.live.get(member)
         if hold is None:
             return
-        if tps == hold[2]:  # all it holds: the hold ends
-            del self.live[member]
-            hold[1] = now
+        if tps == hold[2]:
+            self.release_all(member, now)
             return
         holds, let_go = self.holds, None
         for tp in tps:
@@ -130,10 +142,6 @@ class OwnershipLedger:
         for tp in held[2]:  # the new id holds partitions already: one hold of both
             holds[tp] = into
         into[2] |= held[2]
-
-    def owned_by(self, member: str) -> set[TopicPartition]:
-        hold = self.live.get(member)
-        return set(hold[2]) if hold is not None else set()
 
     def close(self, now: int) -> None:
         """Count the gaps still open at the end of a run up to ``now``."""

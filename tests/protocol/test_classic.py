@@ -122,7 +122,7 @@ def test_static_restart_within_the_session_timeout_causes_no_rebalance() -> None
     assert len(_of(sim, RebalanceStarted)) == 1
     old, new = replaced.data.old_member_id, replaced.data.new_member_id  # type: ignore[attr-defined]
     assert sim.state.assignment[new] == tuple(before[old])
-    assert sim.client("a").owned == set(before[old])
+    assert sim.owned(sim.client("a")) == set(before[old])
 
 
 def test_static_restart_after_its_session_timed_out_rejoins_with_a_rebalance() -> None:
