@@ -394,10 +394,10 @@ class ClassicGroupSim(GroupSim):
                     self._schedule_expiry(member_id, now + self._session_timeout(member_id))
                 continue
             if cooperative:
-                owned = ledger.held(member_id)
-                if len(owned) == len(tps) and owned == set(tps):
+                owned, given = ledger.held(member_id), set(tps)
+                if owned == given:
                     continue  # it keeps what it holds: nothing to give up or take
-                revoked = owned.difference(tps)
+                revoked = owned - given
                 if revoked:
                     ledger.release(member_id, revoked, now)
                     rejoin = (client, client.life)
