@@ -228,28 +228,32 @@ The version is written into the file at its first checkpoint (an older store is
 upgraded in place); the row group size holds for the window that gives it."""
 
 
-_WRITING: dict[str, str | bool | int | float | list[str]] = {
+_KEPT: dict[str, str | bool | int | float | list[str]] = {
     "threads": 1,
     "checkpoint_threshold": "0b",
 }
-"""DuckDB's settings in a window that writes. One thread: its statements scan Arrow
-streams (which one thread reads) and its checkpoint is small, so more threads only
-added their own work (13,000 small events: 0.8 -> 0.7 CPU s; 40 events of 10,000
-partitions in batches of 10, 1.4 -> 1.05) and left less of the machine to the rest.
+"""DuckDB's settings of the kept instance (``_Kept``). One thread: a write window's
+statements scan Arrow streams (which one thread reads) and its checkpoint is small, so
+more threads only added their own work (13,000 small events: 0.8 -> 0.7 CPU s; 40
+events of 10,000 partitions in batches of 10, 1.4 -> 1.05) and left less of the machine
+to the rest; the log's reads that share it are scans of one stream or one page.
 The checkpoint at the commit, not at closing: the window's changes then go straight
 into the file, not first into the write-ahead log as well (a commit and checkpoint of
 13,000 small events 0.15-0.2 -> 0.13-0.16 CPU s)."""
 
 
-class _Writing:
-    """The process's DuckDB instance for windows that write (``_WRITING``), kept between
-    them: each window attaches the store's file to it and detaches it as it closes (which
-    lets the file go, as closing an instance of its own did). A new instance took 10-12
-    ms of CPU, and its memory was new pages again each window: 100 events of 10,000
-    partitions appended in batches of 10, 1.8-2.15 -> 1.45-1.9 CPU s. One window at a
-    time uses it (another window of the process meanwhile gets an instance of its own);
-    a window that fails ends it (the next makes a new one). A forked process starts
-    without it (``forked``). One thread (``_WRITING``): DuckDB starts no thread for it."""
+class _Kept:
+    """The process's DuckDB instance (``_KEPT``) for windows that write and for the log's
+    own reads, kept between them: each window attaches the store's file to it (read-only
+    to read) and detaches it as it closes (which lets the file go, as closing an instance
+    of its own did). A new instance took 10-12 ms of CPU, and its memory was new pages
+    again each window: 100 events of 10,000 partitions appended in batches of 10,
+    1.8-2.15 -> 1.45-1.9 CPU s; the replay benchmark's read of its source, 78-117 ->
+    39-74 ms at load 6 (a new instance's first query, on two threads, took two to three
+    times its next one's). One window at a time uses it (another window of the process
+    meanwhile gets an instance of its own); a window that fails ends it (the next makes
+    a new one). A forked process starts without it (``forked``). One thread (``_KEPT``):
+    DuckDB starts no thread for it."""
 
     _lock = threading.Lock()
     _held: Any | None = None
@@ -262,7 +266,7 @@ class _Writing:
             if cls._busy:
                 return None
             if cls._held is None:
-                cls._held = duckdb.connect(config=_WRITING)
+                cls._held = duckdb.connect(config=_KEPT)
             cls._busy = True
             return cls._held
 
@@ -297,22 +301,22 @@ class _Writing:
         cls._busy = False
 
 
-os.register_at_fork(after_in_child=_Writing.forked)
+os.register_at_fork(after_in_child=_Kept.forked)
 
 
-def _attached(path: str, read_only: bool) -> tuple[Any, Any | None]:
+def _attached(path: str, read_only: bool, kept: bool) -> tuple[Any, Any | None]:
     """A DuckDB connection to the store's file, attached with ``_STORAGE`` as the
-    connection's default database, and the instance it is of if shared (``_Writing``;
-    None: its own). A window that writes runs DuckDB with ``_WRITING``."""
-    shared = None if read_only else _Writing.take()
-    own = {} if read_only else _WRITING
+    connection's default database, and the instance it is of if shared (``_Kept``, if
+    ``kept`` and free; None: its own). A window that writes runs DuckDB with ``_KEPT``."""
+    shared = _Kept.take() if kept else None
+    own = {} if read_only else _KEPT
     if shared is None:
         db = duckdb.connect(config=own)
     else:
         try:
             db = shared.cursor()
         except BaseException:
-            _Writing.give_back(shared, failed=True)
+            _Kept.give_back(shared, failed=True)
             raise
     try:
         quoted = path.replace("'", "''")
@@ -332,7 +336,7 @@ def _detached(db: Any, shared: Any | None, failed: bool) -> None:
         db.close()
     finally:
         if shared is not None:
-            _Writing.give_back(shared, failed)
+            _Kept.give_back(shared, failed)
 
 
 def _database_error(exc: BaseException) -> bool:
@@ -427,15 +431,18 @@ class Store:
 
     @contextmanager
     def _window(
-        self, *, write: bool, check: bool = True, migrations: bool = False
+        self, *, write: bool, check: bool = True, migrations: bool = False, own: bool = False
     ) -> Iterator[_Conn]:
+        """The store's file open for the block (``_opened``), locked and its schema checked.
+        ``own``: a read in a DuckDB instance of its own (its threads, its settings: user
+        SQL, whose sandbox changes them, and bulk reads), not the kept one (``_Kept``)."""
         if check and not self.path.exists():
             raise SchemaError(
                 f"{self.path}: no store here; create it with `kstore --store {self.path} init`"
             )
         with store_lock(self.path, exclusive=write):
             try:
-                with self._opened(write, migrations) as conn:
+                with self._opened(write, migrations, own) as conn:
                     if check:
                         self._check_schema(conn)
                     if not write:
@@ -457,14 +464,14 @@ class Store:
                 raise
 
     @contextmanager
-    def _opened(self, write: bool, migrations: bool) -> Iterator[_Conn]:
+    def _opened(self, write: bool, migrations: bool, own: bool) -> Iterator[_Conn]:
         """The file opened (and closed after the block, so that others may open it):
         DuckDB directly, or through SQLAlchemy for alembic (``NullPool``, so closing
         really closes). SQLAlchemy is imported only then: it is a fifth of the start-up
         of a command."""
         if not migrations:
             path, read_only = str(self.path), not write
-            db, shared = self._connect(lambda: _attached(path, read_only))
+            db, shared = self._connect(lambda: _attached(path, read_only, kept=not own))
             failed = True
             try:
                 yield _Conn(db)
@@ -916,7 +923,7 @@ class Store:
         statement = checked_statement(sql)
         reads = readable(read_paths)
         with (
-            self._window(write=False) as conn,
+            self._window(write=False, own=True) as conn,
             yielding_to_writers(self.path, conn._db.interrupt) as stepped_aside,
         ):
             try:
@@ -997,7 +1004,7 @@ class Store:
         ``size`` rows a page, each page read in a window of its own (bulk readers)."""
 
         def fetch(after: int) -> pa.Table:
-            with self._window(write=False) as conn:
+            with self._window(write=False, own=True) as conn:
                 page: pa.Table = conn._db.execute(_AFTER, [after, size]).to_arrow_table()
             return page
 
@@ -1007,7 +1014,7 @@ class Store:
         """``kstore_assignments`` rows of the events up to log position ``upto``, in one
         read window, by stream and version, each event's rows by member and partition."""
         stream = "cluster, group_id, timeline"
-        with self._window(write=False) as conn:
+        with self._window(write=False, own=True) as conn:
             yield from conn._db.execute(
                 f"SELECT {_cols(_ASSIGNMENT_COLUMNS)} FROM kstore_assignments "
                 f"WHERE ({stream}, version) IN "
