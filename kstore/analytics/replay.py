@@ -45,6 +45,7 @@ from typing import Literal, get_args
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
 from kstore.assignors import TopicPartition, assign, get_assignor
+from kstore.model._construct import construct
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -195,7 +196,8 @@ class _Replayer:
         take it up) is given what it holds instead."""
         if self._next is not None:
             # Resuming: the stored decision is checked (all but its assignment) and folded.
-            checked = AssignmentCompleted.model_construct(
+            checked = construct(
+                AssignmentCompleted,
                 generation=self.generation,
                 strategy=self.strategy,
                 assignment={},
@@ -218,7 +220,8 @@ class _Replayer:
         for member in kept:
             if member in assignment:
                 assignment[member] = list(self.state.assignment.get(member, ()))
-        data = AssignmentCompleted.model_construct(
+        data = construct(
+            AssignmentCompleted,
             generation=self.generation,
             strategy=self.strategy,
             assignment=assignment,
@@ -266,8 +269,8 @@ class _Replayer:
             yield self._event(fact, data.model_copy(update={"generation": self.generation}))
         if not pending.suffix and self.protocol == "cooperative" and self._took(before):
             self.generation += 1
-            reason = RebalanceStarted.model_construct(
-                generation=self.generation, reason="cooperative follow-up"
+            reason = construct(
+                RebalanceStarted, generation=self.generation, reason="cooperative follow-up"
             )
             yield self._event(pending.source, reason, "/follow-up-start")
             self._pending = _Pending(pending.source, pending.version, None, "/follow-up")
@@ -301,7 +304,7 @@ class _Replayer:
             self.generation += 1
             yield self._event(
                 source,
-                RebalanceStarted.model_construct(generation=self.generation, reason=data.reason),
+                construct(RebalanceStarted, generation=self.generation, reason=data.reason),
             )
         elif isinstance(data, AssignmentCompleted):
             self._followed = False

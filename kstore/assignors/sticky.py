@@ -22,6 +22,7 @@ from kstore.assignors._contract import (
 from kstore.assignors._sticky_constrained import constrained_assign
 from kstore.assignors._sticky_general import KafkaWouldThrow, general_assign
 from kstore.assignors._sticky_group import StickyGroup, build_group
+from kstore.model._construct import construct
 
 __all__ = ["COOPERATIVE_STICKY", "STICKY", "StickyAssignor"]
 
@@ -66,8 +67,8 @@ class StickyAssignor:
             owner = general.owner
             if self.cooperative:
                 _withhold_transfers(group, owner)
-        return AssignmentResult.model_construct(
-            assignment=_assignment(request, group, owner), warnings=warnings
+        return construct(
+            AssignmentResult, assignment=_assignment(request, group, owner), warnings=warnings
         )
 
     def _crash_warning(self, group: StickyGroup, crash: KafkaWouldThrow) -> str:

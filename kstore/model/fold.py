@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from kstore.model._construct import instance
+from kstore.model._construct import construct, instance
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -348,7 +348,8 @@ class GroupState:
             for t, racks in self.topic_racks.items()
             if t in self.topics
         }
-        return AssignmentRequest.model_construct(
+        return construct(
+            AssignmentRequest,
             strategy=strategy,
             topics=dict(self.topics),
             partition_racks=racks or None,
