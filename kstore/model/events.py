@@ -29,6 +29,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
 )
+from pydantic_core import from_json
 
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
@@ -421,13 +422,21 @@ def _surrogate(value: Any, here: str = "event") -> str | None:
 
 def decode_json_line(line: str, where: str = "") -> Any:
     """One JSON line decoded, or ``EventError`` (``where`` first): not JSON, nested too
-    deeply for the decoder, or a ``\\ud800``-style escape that is no Unicode text."""
+    deeply for the decoder, or a ``\\ud800``-style escape that is no Unicode text.
+
+    Pydantic's parser reads it with 0.6 of the instructions of ``json`` (a small
+    event); a line it refuses is read by ``json`` again, whose answer is the one given:
+    its error, or the value of what it reads and pydantic's parser does not (a lone
+    surrogate's escape, nesting deeper than 200)."""
     try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise EventError(f"{where}not JSON: {exc.msg} at column {exc.colno}") from None
-    except RecursionError:
-        raise EventError(f"{where}not JSON kstore reads: nested too deeply") from None
+        raw = from_json(line)
+    except ValueError:
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EventError(f"{where}not JSON: {exc.msg} at column {exc.colno}") from None
+        except RecursionError:
+            raise EventError(f"{where}not JSON kstore reads: nested too deeply") from None
     if "\\u" in line:
         found = _surrogate(raw)
         if found is not None:

@@ -22,6 +22,7 @@ from kstore.model import (
     parse_event_line,
     parse_event_lines,
 )
+from kstore.model.events import decode_json_line
 
 SPEC_EXAMPLE = {
     "event_id": "0b9c6f1e-3c1a-4a7e-9a53-6f1d2b1a9e10",
@@ -173,6 +174,29 @@ def test_batch_errors_name_the_line() -> None:
     with pytest.raises(EventError, match=r"^line 2: not JSON"):
         parse_event_lines([good, "{nope"])
     assert len(parse_event_lines([good, "  ", good])) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1, "b": 2, "a": 3}',  # the last of a key twice, in the first's place
+        '{"a": [NaN, -Infinity, 1e400, -0.0, 0.1, 123456789012345678901234567890]}',
+        '{"a": "\\u00e9\\ud83d\\ude00\\u0000\\/"}',
+        '{"a": ' + "[" * 300 + "]" * 300 + "}",  # deeper than pydantic's parser reads
+    ],
+)
+def test_a_line_decodes_as_json_reads_it(text: str) -> None:
+    assert repr(decode_json_line(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["{nope", "[1,]", '{"a": 01}', "{} x", '{"a": "\t"}'])
+def test_a_line_json_refuses_is_named_as_json_names_it(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as refused:
+        json.loads(text)
+    expected = f"not JSON: {refused.value.msg} at column {refused.value.colno}"
+    with pytest.raises(EventError) as caught:
+        decode_json_line(text)
+    assert str(caught.value) == expected
 
 
 def test_odd_but_well_formed_facts_are_accepted() -> None:
