@@ -383,11 +383,15 @@ class ClassicGroupSim(GroupSim):
         place among the expiries scheduled here."""
         now, clients, ledger = self.now, self.member_clients, self.ledger
         cooperative = self.protocol_name != "eager"
+        assignment = self.state.assignment
         # The ledger takes every member's new partitions in one call at the end: eager
         # members revoked everything before joining, and a cooperative assignment gives
         # no partition that its owner is still to revoke here.
+        if not cooperative and joined == assignment.keys() and all(map(clients.get, joined)):
+            ledger.acquire_each(assignment.items(), now)  # all joined: no one to look at
+            return
         taken: list[tuple[str, tuple[TopicPartition, ...]]] = []
-        for member_id, tps in self.state.assignment.items():
+        for member_id, tps in assignment.items():
             client = clients.get(member_id)
             if client is None or member_id not in joined:
                 if not self._heartbeating(member_id):
@@ -411,7 +415,8 @@ class ClassicGroupSim(GroupSim):
         """REBALANCE_IN_PROGRESS on the next heartbeat of each member's client (those in
         ``joined`` aside), its JoinGroup from its next poll."""
         # Every member of every rebalance passes through here: ``next_tick`` and
-        # ``connected`` inline.
+        # ``connected`` inline (a phase is less than the interval: the first tick at or
+        # after ``now`` is ``now`` plus the phase's distance from it, modulo the interval).
         now, interval, poll = self.now, self.heartbeat_interval(), self.settings.poll_ms
         clients = self.member_clients
         entries = []
@@ -420,9 +425,7 @@ class ClassicGroupSim(GroupSim):
                 continue
             c = clients.get(member_id)
             if c is not None and c.alive and now >= c.cut_until:
-                phase = c.phase
-                ticks = -((phase - now) // interval)
-                tick = phase + ticks * interval if ticks > 0 else phase
+                tick = now + (c.phase - now) % interval
                 busy = c.busy_until
                 entries.append(((tick if tick > busy else busy) + poll, c.rejoin_key, (c, c.life)))
         self.queue.schedule_each(entries, self._rejoin_rebalancing)

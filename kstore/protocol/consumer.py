@@ -90,6 +90,9 @@ class ConsumerGroupSim(GroupSim):
         )
         self.strategy = strategy
         self.epochs: dict[str, MemberEpochState] = {}
+        self.claimed: set[TopicPartition] = set()
+        """The partitions some member has (``assigned``) or is revoking: no two members
+        claim one, so a member is given only partitions outside it."""
 
     def heartbeat_interval(self) -> int:
         return self.settings.consumer_heartbeat_interval_ms
@@ -115,15 +118,12 @@ class ConsumerGroupSim(GroupSim):
         )
         self.ledger.add_topics(self.subscribed_counts(), self.now)
         # Every member's next heartbeat, as one batch: run after run of them is one step.
-        # ``next_tick`` inline.
+        # ``next_tick`` inline: a phase is less than the interval, so the first tick at or
+        # after ``after`` is ``after`` plus the phase's distance from it, modulo the interval.
         after, interval, clients = self.now + 1, self.heartbeat_interval(), self.member_clients
         self.queue.schedule_each(
             [
-                (
-                    c.phase + max(-((c.phase - after) // interval), 0) * interval,
-                    c.heartbeat_key,
-                    (c, c.life),
-                )
+                (after + (c.phase - after) % interval, c.heartbeat_key, (c, c.life))
                 for c in map(clients.get, self.state.members)
                 if c is not None
             ],
@@ -133,15 +133,6 @@ class ConsumerGroupSim(GroupSim):
     def _heartbeats(self, due: Iterator[tuple[Client, int]]) -> None:
         for client, life in due:
             self._heartbeat(client, life)
-
-    def _held(self, besides: str) -> set[TopicPartition]:
-        """Partitions another member than ``besides`` still has or is revoking."""
-        held: set[TopicPartition] = set()
-        for member_id, m in self.epochs.items():
-            if member_id != besides:
-                held |= m.assigned
-                held |= m.revoking
-        return held
 
     # --- heartbeats --------------------------------------------------------------------
 
@@ -176,6 +167,7 @@ class ConsumerGroupSim(GroupSim):
         if member.state == UNREVOKED:
             if not member.revoking.isdisjoint(self.owned(client)):
                 return  # not acknowledged yet
+            self.claimed -= member.revoking
             member.revoking = set()
             member.state = STABLE
             self.queue.cancel(f"revoke-timeout:{member_id}")
@@ -191,8 +183,9 @@ class ConsumerGroupSim(GroupSim):
             member.assigned, member.revoking, member.state = kept, revoking, UNREVOKED
             self._revoke(client, member_id, revoking)
             return
-        wanted = target - kept
-        free = wanted - self._held(member_id) if wanted else wanted
+        # What it wants is not its own: it holds part of the target and revokes nothing.
+        free = target - kept - self.claimed
+        self.claimed |= free
         member.assigned = kept | free
         member.epoch = self.group_epoch
         member.state = UNRELEASED if member.assigned != target else STABLE
@@ -302,7 +295,10 @@ class ConsumerGroupSim(GroupSim):
             # A consumer-protocol client keeps its member id and rejoins at epoch 0.
             self._schedule_heartbeat(client)
         self.emit(construct(MemberLeft, member_id=member_id, reason=left))
-        self.epochs.pop(member_id, None)
+        member = self.epochs.pop(member_id, None)
+        if member is not None:
+            self.claimed -= member.assigned
+            self.claimed -= member.revoking
         for key in (f"expire:{member_id}", f"revoke-timeout:{member_id}"):
             self.queue.cancel(key)
         self._bump(reason)

@@ -102,7 +102,9 @@ class OwnershipLedger:
         for member, tps in holdings:
             hold = live.get(member)
             if hold is None:
-                hold = live[member] = [member, None, set()]
+                hold = live[member] = [member, None, set(tps)]
+            else:
+                hold[2].update(tps)
             for tp in tps:
                 current = holds.get(tp)
                 if current is not None:
@@ -123,7 +125,6 @@ class OwnershipLedger:
                     if previous is not None and previous != member:
                         moves += 1
                 holds[tp] = hold
-            hold[2].update(tps)
         self.unowned_ms, self.longest_unowned_ms, self.moves = total, longest, moves
 
     def rename(self, old: str, new: str) -> None:
