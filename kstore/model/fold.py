@@ -229,7 +229,8 @@ class GroupState:
                 self.strategy = data.strategy
                 self.protocol = data.protocol
                 self.leader = data.leader
-                self.assignment = {m: tuple(tps) for m, tps in data.assignment.items()}
+                shares = data.assignment
+                self.assignment = dict(zip(shares, map(tuple, shares.values()), strict=True))
                 self.rebalance = None
                 if self.requesting is not None:
                     self._request_owned()
@@ -381,9 +382,10 @@ class GroupState:
         """After an ``AssignmentCompleted``: every member's ``owned`` and ``generation``
         in ``requesting`` set in place (``held_from`` is empty)."""
         assert self.requesting is not None
-        assignment, latest = self.assignment, self.generation
-        for member_id, sub in self.requesting.items():
-            owned = assignment.get(member_id)
+        requesting, latest = self.requesting, self.generation
+        for sub, owned in zip(
+            requesting.values(), map(self.assignment.get, requesting), strict=True
+        ):
             values = sub.__dict__
             if owned is None:
                 values["owned"] = []
