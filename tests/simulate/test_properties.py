@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kstore.model.events import AssignmentCompleted, Event, MemberReplaced, RebalanceStarted
+from kstore.model.events import (
+    AssignmentCompleted,
+    Event,
+    MemberReplaced,
+    RebalanceStarted,
+    StreamId,
+)
 from kstore.model.fold import GroupState
+from kstore.protocol.consumer import ConsumerGroupSim
+from kstore.protocol.group import Client, MemberSpec
+from kstore.protocol.settings import ProtocolSettings
 from kstore.simulate import generate, run_scenario
 
 _runs = st.tuples(
@@ -82,3 +93,39 @@ def test_same_scenario_and_seed_give_the_same_events(run: tuple[str, str, int, i
     first = [e.to_dict() for e in _events(*run)]
     second = [e.to_dict() for e in _events(*run)]
     assert first == second
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["steady-churn", "autoscaling", "flapping-member", "rolling-deploy"]),
+    st.integers(1, 6),
+    st.integers(0, 12),
+    st.integers(0, 2**16),
+)
+def test_consumer_claims_are_the_members_partitions(
+    kind: str, members: int, steps: int, seed: int
+) -> None:
+    """The coordinator's one set of claimed partitions is what its members have or revoke,
+    each partition claimed by one member."""
+    scenario = generate(kind, members=members, steps=steps, seed=seed, protocol="consumer")
+    sim = run_scenario(scenario, store=None, timeline="sim/p", seed=seed).sim
+    assert isinstance(sim, ConsumerGroupSim)
+    claims = [m.assigned | m.revoking for m in sim.epochs.values()]
+    assert sim.claimed == set().union(*claims)
+    assert sum(map(len, claims)) == len(sim.claimed)
+
+
+@given(st.integers(1, 10_000), st.data(), st.integers(0, 10**9))
+def test_next_tick_inline_is_next_tick(interval: int, data: st.DataObject, after: int) -> None:
+    """The protocols' inline next heartbeat (a phase is less than the interval)."""
+    sim = ConsumerGroupSim(
+        StreamId("default", "g", "sim/p"),
+        strategy="uniform",
+        start=datetime(2026, 1, 1, tzinfo=UTC),
+        settings=ProtocolSettings(),
+        seed=1,
+    )
+    client = Client(
+        MemberSpec("c", ("t",), ("uniform",)), phase=data.draw(st.integers(0, interval - 1))
+    )
+    assert sim.next_tick(client, after, interval) == after + (client.phase - after) % interval
