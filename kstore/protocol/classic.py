@@ -138,8 +138,6 @@ class ClassicGroupSim(GroupSim):
         self.new_member_added = False
         self.static: dict[str, str] = {}
         self.order: HashSetOrder[str] = HashSetOrder()
-        self.protocol_counts: Counter[str] = Counter()
-        """How many members support each protocol."""
         self.preferences: Counter[tuple[str, ...]] = Counter()
         """The members' protocol lists (in preference order), each with how many give it."""
         self.assigned_topics: dict[str, int] = {}
@@ -163,8 +161,9 @@ class ClassicGroupSim(GroupSim):
     def _supports(self, protocols: Sequence[str]) -> bool:
         if self.phase == EMPTY or not self.state.members:
             return bool(protocols)
-        size = len(self.state.members)
-        return any(self.protocol_counts[p] == size for p in protocols)
+        # How many members support a protocol: the times it is in each list, as the lists go.
+        size, lists = len(self.state.members), self.preferences.items()
+        return any(sum(n * given.count(p) for given, n in lists) == size for p in protocols)
 
     def _add_member(self, client: Client) -> str:
         spec = client.spec
@@ -184,7 +183,6 @@ class ClassicGroupSim(GroupSim):
             )
         )
         self.order.add(member_id, string_hash(member_id))
-        self.protocol_counts.update(spec.protocols)
         self.preferences[spec.protocols] += 1
         if self.leader is None:
             self.leader = member_id
@@ -202,7 +200,6 @@ class ClassicGroupSim(GroupSim):
             self.bind(client, None)
         member = self.state.members[member_id]
         self.emit(construct(MemberLeft, member_id=member_id, reason=left))
-        self.protocol_counts.subtract(member.protocols or ())
         self.preferences[member.protocols or ()] -= 1
         self.queue.cancel(f"expire:{member_id}")
         self.order.remove(member_id)
