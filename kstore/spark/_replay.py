@@ -71,9 +71,17 @@ def _without_assignments(log: Any) -> Any:
     shuffled nor turned into Python objects; nor is ``position``."""
     from pyspark.sql import functions as F
 
-    kind = spark_schema()["data"].dataType["assignment"].dataType
+    data = spark_schema()["data"].dataType
+    kind = data["assignment"].dataType
     empty = F.when(F.col("type") == AssignmentCompleted.type_name(), F.create_map().cast(kind))
-    return log.drop("position").withColumn("data", F.col("data").withField("assignment", empty))
+    # The struct made again field by field: Spark prunes the fields that no expression
+    # reads from the Parquet it scans, but ``withField`` reads ``data`` whole, so every
+    # recorded assignment was still decoded, then dropped.
+    fields = [
+        (empty if field.name == "assignment" else F.col("data")[field.name]).alias(field.name)
+        for field in data.fields
+    ]
+    return log.drop("position").withColumn("data", F.struct(*fields))
 
 
 def replay_log(

@@ -20,7 +20,7 @@ from kstore.model import Event, EventError, StreamId, parse_event_line
 from kstore.spark._export import export_store
 from kstore.spark._frames import read_log
 from kstore.spark._ingest import ingest_dumps
-from kstore.spark._replay import write_replays
+from kstore.spark._replay import replay_log, write_replays
 from kstore.spark._schema import LogRow, arrow_to_events
 from kstore.spark._session import fit_jvm
 from kstore.store.log import Store
@@ -145,6 +145,22 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
         for group in ds.dataset(file).to_table(columns=["group_id"]).column(0).unique():
             files[group.as_py()].add(file)
     assert {len(found) for found in files.values()} == {1}
+
+
+def test_replay_reads_no_recorded_assignment(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay decides every assignment itself: the recorded ones, most of a log's
+    bytes, are not read from the Parquet files at all (``withField`` read them whole)."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(2, 3))
+    export_store(store, tmp_path / "log")
+    replay_log(read_log(spark, [tmp_path / "log"]), ["sticky"]).explain("formatted")
+    plan = capsys.readouterr().out.splitlines()
+    [scanned] = [line for line in plan if line.startswith("ReadSchema:")]
+    assert "data:struct<" in scanned and "generation:" in scanned
+    assert "assignment" not in scanned
 
 
 def test_replay_reports_the_assignors_warnings(spark: Any, tmp_path: Path) -> None:
