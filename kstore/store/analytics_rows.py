@@ -341,7 +341,9 @@ class Entries:
     ``Decision`` (``single``: the only entry of a partition given to one member), and per
     decision the ``first`` of its entries and of its owners. Local codes, per decision:
     ``local_owner`` indexes its owners, ``local_prev`` its ``people`` (its owners, then
-    the other previous owners; -1: none); ``previous`` codes the previous owners."""
+    the other previous owners; -1: none); ``previous`` codes the previous owners.
+    ``listed`` are the entries of the lists converted (``_converted``), ``through`` per
+    one of them the last decision that lists it unchanged."""
 
     def __init__(self, decisions: Sequence[Decision]) -> None:
         self.decisions = decisions
@@ -362,15 +364,17 @@ class Entries:
         size = sum(sizes)
         # Each list's partitions converted once: a list a decision repeats from the
         # previous one in the batch is gathered from where that one's was converted.
-        starts, converted = _converted(decisions)
-        tps = list(chain.from_iterable(converted))
+        converted = _converted(decisions)
+        tps = list(chain.from_iterable(converted.lists))
         topics, numbers = zip(*tps, strict=True) if tps else ((), ())
         self.topic_names, topic = _encoded(topics)
         number = np.array(numbers, dtype=np.int64)
         lists = offsets(counts)  # where each owner's list starts among the entries
         if len(tps) < size:
-            at = _ranges(starts, counts)
+            at = _ranges(offsets(counts[converted.own])[converted.of], counts)
             topic, number = topic[at], number[at]
+        self.listed: _Ints = _ranges(lists[converted.own], counts[converted.own])
+        self.through: _Ints = np.repeat(converted.through, counts[converted.own])
         self.topic: _Ints = topic
         self.number: _Ints = number
         self.pair_first: _Bools = np.ones(size, dtype=np.bool_)
@@ -413,36 +417,48 @@ class Entries:
         return np.flatnonzero(self.single & (self.local_prev != self.local_owner))
 
 
-def _converted(decisions: Sequence[Decision]) -> tuple[_Ints, list[Sequence[TopicPartition]]]:
-    """The lists of a batch's ``decisions`` to convert (every one but those a decision
-    repeats from its ``previous`` in the batch), and per list of each decision (its
-    owners', one after the other) where its partitions start among theirs."""
+class _Converted(NamedTuple):
+    """The lists of a batch's decisions to convert: every one but those a decision
+    repeats from its ``previous`` in the batch."""
+
+    lists: list[Sequence[TopicPartition]]
+    of: _Ints
+    """Per list of each decision (its owners', one after the other), the one converted
+    that it is or repeats."""
+    own: _Ints
+    """Per list converted, its place among every decision's lists."""
+    through: _Ints
+    """Per list converted, the last decision that lists it (it or a repetition)."""
+
+
+def _converted(decisions: Sequence[Decision]) -> _Converted:
     converted: list[Sequence[TopicPartition]] = []
-    starts: list[list[int]] = []
+    of: list[int] = []
+    own: list[int] = []
+    through: list[int] = []
+    first: list[int] = []  # per decision, where its lists start
     index = {id(d): i for i, d in enumerate(decisions)}
-    at = 0
-    for d in decisions:
+    for at, d in enumerate(decisions):
+        first.append(len(of))
         before = None if d.previous is None else index.get(id(d.previous))
-        mine: list[int] = []
+        lists = d.data.assignment.values()
         if d.repeated is None or before is None:
-            converted.append(d.tps)
-            for count in d.counts:
-                mine.append(at)
-                at += count
-        else:
-            people, theirs = decisions[before].people, starts[before]
-            lists = d.data.assignment.values()
-            for member, given, count, same in zip(
-                d.owners, lists, d.counts, d.repeated, strict=True
-            ):
-                if same:
-                    mine.append(theirs[people[member]])
-                else:
-                    converted.append(given)
-                    mine.append(at)
-                    at += count
-        starts.append(mine)
-    return _flat_ints(starts), converted
+            own.extend(range(len(of), len(of) + len(d.owners)))
+            of.extend(range(len(converted), len(converted) + len(d.owners)))
+            converted.extend(lists)
+            through.extend(repeat(at, len(d.owners)))
+            continue
+        people, theirs = decisions[before].people, first[before]
+        for member, given, same in zip(d.owners, lists, d.repeated, strict=True):
+            if same:
+                of.append(of[theirs + people[member]])
+                through[of[-1]] = at
+            else:
+                own.append(len(of))
+                of.append(len(converted))
+                converted.append(given)
+                through.append(at)
+    return _Converted(converted, *(np.array(v, dtype=np.int64) for v in (of, own, through)))
 
 
 def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:

@@ -222,14 +222,17 @@ class Projector:
 
 def _spans(entries: Entries, members_at: Listed) -> list[Spans]:
     keys = [d.key for d in entries.decisions]
+    # A repeated list's entries go on the spans of the list it repeats: only the
+    # lists converted are read (a sticky decision repeats almost all of them).
+    listed = entries.listed
     assigned: dict[str, Coded | _Ints] = {
-        "member": Coded(entries.owner, entries.owner_names),
-        "topic": Coded(entries.topic, entries.topic_names),
-        "partition": entries.number,
-        "listing": entries.listing,
+        "member": Coded(entries.owner, entries.owner_names).at(listed),
+        "topic": Coded(entries.topic, entries.topic_names).at(listed),
+        "partition": entries.number[listed],
+        "listing": entries.listing[listed],
     }
     return [
-        Spans(SPANS, keys, entries.event, assigned),
+        Spans(SPANS, keys, entries.event[listed], assigned, entries.through),
         Spans(MEMBER_SPANS, keys, members_at.of, members_at.columns),
     ]
 
@@ -275,7 +278,9 @@ class Spans:
     values (``listed``: a member and partition and its ``listing``; a member and
     topic), from the first (``from_version``) to the next one that does not
     (``to_version``; NULL: the run reaches the batch's end). Columnar, one sort of the
-    batch's listed rows (row ``r`` of decision ``of[r]`` of those keyed ``keys``).
+    batch's listed rows (row ``r`` of decision ``of[r]`` of those keyed ``keys``,
+    listed again by each of its stream's decisions after it up to ``through[r]``,
+    those not given as rows of their own; None: ``of``).
 
     ``head`` marks the spans that start at their stream's first decision of the batch
     (one that a span open before the batch continues, if there is one); ``firsts`` is
@@ -288,6 +293,7 @@ class Spans:
         keys: Sequence[RowKey],
         listed_of: _Ints,
         listed: Mapping[str, Coded | _Ints],
+        through: _Ints | None = None,
     ) -> None:
         self.name = table
         self.listed = tuple(listed)
@@ -302,11 +308,11 @@ class Spans:
         place = np.empty(len(keys), dtype=np.int64)
         place[by_stream] = np.arange(len(keys), dtype=np.int64) - np.repeat(base, counts)
         event = listed_of
+        until = place[event if through is None else through]
         order, changed = _stable_groups(
             [of[event], *(c.codes if isinstance(c, Coded) else c for c in listed.values())]
         )
-        at = place[event[order]]
-        changed[1:] |= at[1:] != at[:-1] + 1
+        changed[1:] |= place[event[order[1:]]] != until[order[:-1]] + 1
         starts = np.flatnonzero(changed)
         ends = np.append(starts[1:], len(order)) - 1
         first = order[starts]
@@ -314,7 +320,7 @@ class Spans:
         first, last = first[shown], order[ends[shown]]
         self.of: _Ints = event[first]
         stream = of[self.of]
-        after = place[event[last]] + 1
+        after = until[last] + 1
         reaches_end = after >= counts[stream]
         to = by_stream[base[stream] + np.minimum(after, counts[stream] - 1)]
         self.head: npt.NDArray[np.bool_] = place[self.of] == 0

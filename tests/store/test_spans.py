@@ -154,6 +154,39 @@ def test_copies_of_a_partition_listed_again_go_on_or_end_each_by_itself(store: S
     assert Counter(_rows(store, "kstore_assignments")) == _listed(events)
 
 
+_kept = st.one_of(st.none(), st.lists(st.tuples(st.just("t"), st.integers(0, 7)), max_size=3))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(st.fixed_dictionaries({m: _kept for m in "abc"}), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(1, 12), max_size=3),
+)
+def test_lists_repeated_through_several_decisions_make_the_spans_of_each_decision_alone(
+    tmp_path_factory: pytest.TempPathFactory,
+    steps: list[dict[str, list[tuple[str, int]] | None]],
+    cuts: list[int],
+) -> None:
+    """Each member's list repeated from the decision before (None) or drawn, the
+    decisions in batches: the spans of each decision appended alone."""
+    lists: dict[str, list[tuple[str, int]]] = {}
+    events = []
+    for generation, step in enumerate(steps, start=1):
+        lists = {m: lists.get(m, []) if drawn is None else drawn for m, drawn in step.items()}
+        lists = {m: tps for m, tps in lists.items() if tps or step[m] is None}
+        data = AssignmentCompleted(generation=generation, strategy="sticky", assignment=lists)
+        events.append(make_event(data, generation))
+    base = tmp_path_factory.getbasetemp()
+    alone, batched = fresh_store(base / "alone.duckdb"), fresh_store(base / "batched.duckdb")
+    for event in events:
+        alone.append([event])
+    bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
+    for lo, hi in itertools.pairwise(bounds):
+        batched.append(events[lo:hi])
+    assert _rows(batched, "kstore_assignment_spans") == _rows(alone, "kstore_assignment_spans")
+    assert Counter(_rows(batched, "kstore_assignments")) == _listed(events)
+
+
 def test_a_rejected_batch_closes_no_span(store: Store) -> None:
     events = _sticky(rebalances=4, partitions=10)
     store.append(events[:2])
