@@ -489,10 +489,13 @@ def _distinct(keys: _Ints) -> tuple[_Ints, _Ints]:
 
 
 class Listed(NamedTuple):
-    """Rows listed per decision: row ``r`` is of decision ``of[r]``; its text coded."""
+    """Rows listed per decision: row ``r`` is of decision ``of[r]``; its text coded.
+    ``through``: per row, the last decision of its stream that lists it again with
+    each one in between (their rows not given; None: ``of``)."""
 
     of: _Ints
     columns: dict[str, Coded]
+    through: _Ints | None = None
 
 
 def analytics_tables(entries: Entries) -> tuple[dict[str, pa.Table], Listed]:
@@ -561,7 +564,7 @@ class _Analytics:
             self.size.extend([topics.get(t, 0) for t in names])
             self.exists.extend([t in topics for t in names])
             self.revoked.extend(per_topic.values())
-            subscribed.add(members, kinds, mcode, tcode)
+            subscribed.add(members, kinds, mcode, tcode, d.key[:3])
             self._listed("kstore_topics_at", list(topics.items()), topics_at)
             self._listed("kstore_double_assignments", _doubled(d), doubled)
             self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
@@ -629,7 +632,9 @@ class _Analytics:
 
     def members_at(self) -> Listed:
         rows = self.subscribed
-        return Listed(rows.of, {"member": rows.member, "topic": rows.topic})
+        kept = rows.kept
+        columns = {"member": rows.member.at(kept), "topic": rows.topic.at(kept)}
+        return Listed(rows.of[kept], columns, rows.through)
 
     def _of_topics(self, mask: _Bools) -> _Ints:
         return np.bincount(self.topic[mask], minlength=self.topics)
@@ -709,6 +714,11 @@ class _MembersAt(NamedTuple):
     """Per member at an E (in order), its E."""
     member_local: _Ints
     """... and its code in E."""
+    kept: _Ints
+    """The rows but those of a member the stream's E before (in the batch) had with
+    the same subscription (its rows go on those of that E),"""
+    through: _Ints
+    """... and per one of them, the last E that has its member so, each E between too."""
 
 
 class _Subscribed:
@@ -724,7 +734,10 @@ class _Subscribed:
         self.members: dict[str, int] = {}
         self.batch_topics: dict[str, int] = {}
         self.counts: list[int] = []  # per E: its members
-        self.member: list[int] = []  # per member at an E: its code in the batch,
+        self.before: list[int] = []  # per E: its stream's E before it (-1: none)
+        self.latest: dict[tuple[str, str, str], int] = {}  # per stream: its last E
+        self.kind: list[int] = []  # per member at an E: its subscription,
+        self.member: list[int] = []  # its code in the batch,
         self.local: list[int] = []  # in E,
         self.slot: list[int] = []  # and the slot of its subscription in E
         self.sizes: list[int] = []  # per slot: its rows (topics, or 1 for none),
@@ -746,9 +759,10 @@ class _Subscribed:
         kinds: list[int],
         mcode: Mapping[str | None, int],
         tcode: Mapping[str, int],
+        stream: tuple[str, str, str],
     ) -> None:
-        """E's ``members``, their subscriptions (``read``), and E's codes of its members
-        and topics."""
+        """E's ``members``, their subscriptions (``read``), E's codes of its members
+        and topics, and its stream."""
         slots: dict[int, int] = {}
         batch = self.batch_topics
         for kind in dict.fromkeys(kinds):
@@ -757,7 +771,10 @@ class _Subscribed:
             self.sizes.append(max(len(topics), 1))
             self.slot_local.extend([tcode[t] for t in topics] or [-1])
             self.slot_topic.extend([batch.setdefault(t, len(batch)) for t in topics] or [-1])
+        self.before.append(self.latest.get(stream, -1))
+        self.latest[stream] = len(self.counts)
         self.counts.append(len(members))
+        self.kind.extend(kinds)
         self.slot.extend(map(slots.__getitem__, kinds))
         self.local.extend(map(mcode.__getitem__, members))
         _code_new(self.members, members)
@@ -772,6 +789,8 @@ class _Subscribed:
         at = _ranges(offsets(sizes)[slot], repeats)
         member = np.repeat(np.array(self.member, dtype=np.int64), repeats)
         topic = np.array(self.slot_topic, dtype=np.int64)[at]
+        repeated, through = self._repeated(of)
+        new = ~repeated
         return _MembersAt(
             np.repeat(of, repeats),
             Coded(member, list(self.members)),
@@ -780,7 +799,33 @@ class _Subscribed:
             np.array(self.slot_local, dtype=np.int64)[at],
             of,
             local,
+            _ranges(offsets(repeats)[new], repeats[new]),
+            np.repeat(through[new], repeats[new]),
         )
+
+    def _repeated(self, of: _Ints) -> tuple[_Bools, _Ints]:
+        """Per member at an E (of E ``of``): whether its stream's E before had it with
+        the same subscription, and the last E that has it so from there on, each E
+        between too (of a member that is repeated: any)."""
+        size = len(of)
+        member = np.array(self.member, dtype=np.int64)
+        kind = np.array(self.kind, dtype=np.int64)
+        before = np.array(self.before, dtype=np.int64)[of]
+        width = len(self.members)
+        key = of * width + member  # distinct: a member is at an E once
+        order = np.argsort(key)
+        wanted = before * width + member
+        at = order[np.minimum(np.searchsorted(key[order], wanted), max(size - 1, 0))]
+        repeated = (before >= 0) & (key[at] == wanted) & (kind[at] == kind)
+        first = np.where(repeated, at, np.arange(size, dtype=np.int64))
+        while True:  # each member at an E -> the first E of its run
+            up = first[first]
+            if np.array_equal(up, first):
+                break
+            first = up
+        through = of.copy()
+        np.maximum.at(through, first, of)
+        return repeated, through
 
 
 _LISTED = (

@@ -233,7 +233,7 @@ def _spans(entries: Entries, members_at: Listed) -> list[Spans]:
     }
     return [
         Spans(SPANS, keys, entries.event[listed], assigned, entries.through),
-        Spans(MEMBER_SPANS, keys, members_at.of, members_at.columns),
+        Spans(MEMBER_SPANS, keys, members_at.of, members_at.columns, members_at.through),
     ]
 
 

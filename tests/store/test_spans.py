@@ -13,7 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kstore.model import AssignmentCompleted, Event, GroupState, MemberJoined
+from kstore.model import (
+    AssignmentCompleted,
+    Event,
+    EventData,
+    GroupState,
+    MemberJoined,
+    MemberLeft,
+)
 from kstore.store import log
 from kstore.store.interface import ConcurrencyError
 from kstore.store.log import Store
@@ -155,23 +162,38 @@ def test_copies_of_a_partition_listed_again_go_on_or_end_each_by_itself(store: S
 
 
 _kept = st.one_of(st.none(), st.lists(st.tuples(st.just("t"), st.integers(0, 7)), max_size=3))
+_joined = st.dictionaries(
+    st.sampled_from("abc"), st.one_of(st.none(), st.lists(st.sampled_from("tu"), max_size=2))
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    steps=st.lists(st.fixed_dictionaries({m: _kept for m in "abc"}), min_size=1, max_size=12),
-    cuts=st.lists(st.integers(1, 12), max_size=3),
+    steps=st.lists(
+        st.tuples(_joined, st.fixed_dictionaries({m: _kept for m in "abc"})),
+        min_size=1,
+        max_size=12,
+    ),
+    cuts=st.lists(st.integers(1, 30), max_size=3),
 )
-def test_lists_repeated_through_several_decisions_make_the_spans_of_each_decision_alone(
+def test_lists_and_members_repeated_through_several_decisions_make_the_spans_of_each_alone(
     tmp_path_factory: pytest.TempPathFactory,
-    steps: list[dict[str, list[tuple[str, int]] | None]],
+    steps: list[tuple[dict[str, list[str] | None], dict[str, list[tuple[str, int]] | None]]],
     cuts: list[int],
 ) -> None:
-    """Each member's list repeated from the decision before (None) or drawn, the
-    decisions in batches: the spans of each decision appended alone."""
+    """Members joining (again, maybe with other topics) or leaving before each decision,
+    each member's list repeated from the decision before (None) or drawn; the events in
+    batches: the spans of each event appended alone."""
     lists: dict[str, list[tuple[str, int]]] = {}
     events = []
-    for generation, step in enumerate(steps, start=1):
+    for generation, (joined, step) in enumerate(steps, start=1):
+        for member, topics in joined.items():
+            changed: EventData = (
+                MemberLeft(member_id=member, reason="leave")
+                if topics is None
+                else MemberJoined(member_id=member, topics=topics)
+            )
+            events.append(make_event(changed, generation))
         lists = {m: lists.get(m, []) if drawn is None else drawn for m, drawn in step.items()}
         lists = {m: tps for m, tps in lists.items() if tps or step[m] is None}
         data = AssignmentCompleted(generation=generation, strategy="sticky", assignment=lists)
@@ -183,8 +205,10 @@ def test_lists_repeated_through_several_decisions_make_the_spans_of_each_decisio
     bounds = sorted({0, len(events), *(c for c in cuts if c < len(events))})
     for lo, hi in itertools.pairwise(bounds):
         batched.append(events[lo:hi])
-    assert _rows(batched, "kstore_assignment_spans") == _rows(alone, "kstore_assignment_spans")
+    for table in SPANNED:
+        assert _rows(batched, table) == _rows(alone, table)
     assert Counter(_rows(batched, "kstore_assignments")) == _listed(events)
+    assert Counter(_rows(batched, "kstore_members_at")) == _members_at(events)
 
 
 def test_a_rejected_batch_closes_no_span(store: Store) -> None:
