@@ -161,7 +161,9 @@ class ClassicGroupSim(GroupSim):
     def _supports(self, protocols: Sequence[str]) -> bool:
         if self.phase == EMPTY or not self.state.members:
             return bool(protocols)
-        # How many members support a protocol: the times it is in each list, as the lists go.
+        # A protocol every member supports: named as many times in the members' lists
+        # (``preferences``: each distinct list, with how many members give it) as there
+        # are members.
         size, lists = len(self.state.members), self.preferences.items()
         return any(sum(n * given.count(p) for given, n in lists) == size for p in protocols)
 
