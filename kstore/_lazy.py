@@ -9,12 +9,13 @@ the type checker, and takes its ``__getattr__`` from ``lazy``.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["lazy", "without_pandas"]
+__all__ = ["lazy", "one_blas_thread", "without_pandas"]
 
 
 def lazy(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]:
@@ -56,3 +57,25 @@ def without_pandas() -> Iterator[None]:
     finally:
         if hide:
             sys.meta_path.remove(_PandasAbsent)
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy, if first imported within the block, runs OpenBLAS on one thread (unless
+    ``OPENBLAS_NUM_THREADS`` says otherwise).
+
+    OpenBLAS starts a thread per core as numpy loads it, and each spins a while waiting
+    for work: 35-40 ms of CPU (``blas_thread_server``) in every process, about 3% of a
+    13,000-event ``kstore append``, taken from whatever else runs on the machine.
+    kstore does no linear algebra. The variable is read as the library loads: the
+    environment is as before after the block.
+    """
+    key = "OPENBLAS_NUM_THREADS"
+    given = os.environ.get(key)
+    if given is None:
+        os.environ[key] = "1"
+    try:
+        yield
+    finally:
+        if given is None:
+            os.environ.pop(key, None)

@@ -12,7 +12,8 @@ from typer.exceptions import TyperException
 
 from kstore._errors import KstoreError, UsageError
 from kstore._extras import missing_extra
-from kstore._lazy import without_pandas
+from kstore._gc import uncollected_to_exit
+from kstore._lazy import one_blas_thread, without_pandas
 
 __all__ = ["app", "main", "store_first"]
 
@@ -119,9 +120,9 @@ def append_cmd(
     file: Annotated[str, typer.Argument(help="Events as JSON Lines, or - for stdin.")] = "-",
 ) -> None:
     """Append events (docs/spec/events.md); a malformed line stores nothing."""
-    from kstore.commands.store import append_events
+    with without_pandas(), one_blas_thread(), uncollected_to_exit():
+        from kstore.commands.store import append_events
 
-    with without_pandas():
         append_events(ctx_state.store, file)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kstore._lazy import one_blas_thread
 from kstore.cli import main
 from tests.store.test_events import SPEC_EXAMPLE
 
@@ -179,6 +181,59 @@ def test_append_starts_with_only_what_it_runs(tmp_path: Path) -> None:
     # Outside the command pandas imports as before.
     code = "from kstore._lazy import without_pandas\nwith without_pandas(): pass\nimport pandas"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+_EXIT_PROBE = """
+import atexit, ctypes, gc, os, sys
+
+def at_exit():  # registered first: runs last, as the interpreter's collections start
+    print(gc.get_freeze_count() > 0, len(gc.get_objects()) < 1000)
+
+atexit.register(at_exit)
+from kstore._lazy import one_blas_thread
+from kstore.cli import main
+sys.argv = ['kstore', '--store', sys.argv[1], 'append', sys.argv[2]]
+main()
+path = next((line.split()[-1] for line in open('/proc/self/maps') if 'openblas' in line), None)
+names = [p + 'openblas_get_num_threads' + s for p in ('', 'scipy_') for s in ('', '64_')]
+lib = ctypes.CDLL(path) if path else None
+count = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+print(count() if count else 'no openblas', os.environ.get('OPENBLAS_NUM_THREADS'))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc")
+def test_an_append_process_spins_no_blas_thread_and_ends_uncollected(tmp_path: Path) -> None:
+    # numpy's OpenBLAS started a thread per core, spinning 35-40 ms of CPU, and the
+    # interpreter's collections at the exit traversed every module's objects (90 ms):
+    # together a tenth of a small append's CPU.
+    store = tmp_path / "s.duckdb"
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(SPEC_EXAMPLE) + "\n")
+    assert run_process(store, "init").returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_PROBE, str(store), str(source)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    stored, blas, at_exit = done.stdout.splitlines()
+    assert stored == "stored 1, already there 0"
+    if blas != "no openblas None":
+        assert blas == "1 None"  # one thread; the environment as it was
+    assert at_exit == "True True"
+
+
+def test_a_blas_thread_limit_given_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    with one_blas_thread():
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "2"
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    with one_blas_thread():
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
 
 
 def run_process(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
