@@ -38,11 +38,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, compress, repeat
+from operator import eq, not_
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from pydantic_core import to_json
 
 from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import Applied, Member
@@ -104,9 +106,15 @@ class Decision:
     their last owner as it is, so only the other members' lists are looked up (a sticky
     decision repeats almost all of the previous one): then ``repeated`` says per owner
     whether its list is the one ``previous`` gave it (and ``previous`` is kept), else it
-    is None (every list looked up)."""
+    is None (every list looked up).
+
+    ``size`` is E's number of entries and ``tps`` its partitions, entry by entry (made
+    when first asked for: a decision that repeats lists needs them only for its rows'
+    rarer cases). ``data_json`` is E's data as the log stores it."""
 
     __slots__ = (
+        "_pieces",
+        "_tps",
         "applied",
         "at_utc",
         "counts",
@@ -118,7 +126,7 @@ class Decision:
         "people",
         "previous",
         "repeated",
-        "tps",
+        "size",
     )
 
     def __init__(
@@ -138,7 +146,9 @@ class Decision:
         self.owners: list[str] = list(assignment)
         lists = list(assignment.values())
         self.counts: list[int] = list(map(len, lists))
-        self.tps: list[TopicPartition] = list(chain.from_iterable(lists))
+        self.size = sum(self.counts)
+        self._tps: list[TopicPartition] | None = None
+        self._pieces: list[str] | None = None
         self.flags: tuple[list[bool], list[bool], list[bool]] | None = None
         self.previous: Decision | None = None
         self.repeated: list[bool] | None = None
@@ -178,9 +188,9 @@ class Decision:
         ``people``, ``local_prev`` and ``last_owner`` advanced, looking up only the lists
         that differ from the same member's in ``before``, if E lists every partition once
         (False: nothing done, E may not)."""
-        same = [before.get(m) == given for m, given in zip(self.owners, lists, strict=True)]
-        kept = {m for m, repeated in zip(self.owners, same, strict=True) if repeated}
-        other = [given for given, repeated in zip(lists, same, strict=True) if not repeated]
+        same = list(map(eq, map(before.get, self.owners), lists))
+        kept = set(compress(self.owners, same))
+        other = list(compress(lists, map(not_, same)))
         looked = list(chain.from_iterable(other))
         found = list(map(last_owner.get, looked))
         # A partition of a repeated list has that member as its last owner: one that
@@ -202,6 +212,35 @@ class Decision:
         self.people: dict[str | None, int] = people
         self.local_prev: list[int] = list(map(people.get, found, repeat(-1, len(found))))
 
+    @property
+    def tps(self) -> list[TopicPartition]:
+        if self._tps is None:
+            self._tps = list(chain.from_iterable(self.data.assignment.values()))
+        return self._tps
+
+    def data_json(self) -> str:
+        """E's data as the log stores it: pydantic's JSON, None fields left out. A big E
+        that repeats lists of ``previous`` is written in pieces, a member's list each
+        (as pydantic writes it), those it repeats taken from ``previous``'s text (a
+        sticky decision's JSON is then a tenth of its cost)."""
+        before = self.previous
+        if before is None or self.repeated is None or self.size < _PIECES_FROM:
+            return self.data.model_dump_json(exclude_none=True)
+        theirs, people = before.pieces(), before.people
+        self._pieces = [
+            theirs[people[member]] if same else _piece(member, given)
+            for member, given, same in zip(
+                self.owners, self.data.assignment.values(), self.repeated, strict=True
+            )
+        ]
+        return _with_pieces(self.data, self._pieces)
+
+    def pieces(self) -> list[str]:
+        """Per owner, the JSON of its member and list in E's assignment (``_piece``)."""
+        if self._pieces is None:
+            self._pieces = list(map(_piece, self.owners, self.data.assignment.values()))
+        return self._pieces
+
     def member_of_entries(self) -> list[str]:
         return [m for m, n in zip(self.owners, self.counts, strict=True) for _ in range(n)]
 
@@ -215,6 +254,27 @@ class Decision:
             out.append(listed)
             seen[pair] = listed + 1
         return out
+
+
+_PIECES_FROM = 1024
+"""The fewest entries of a decision whose JSON is written in pieces (``data_json``):
+below, pydantic's one call costs less than the pieces' calls."""
+_EMPTY = '"assignment":{}'
+
+
+def _piece(member: str, given: Sequence[TopicPartition]) -> str:
+    """``"member":[[topic,partition],...]`` as pydantic writes a member's list in E's
+    JSON."""
+    return to_json({member: given}).decode()[1:-1]
+
+
+def _with_pieces(data: AssignmentCompleted, pieces: list[str]) -> str:
+    """``data``'s JSON as pydantic writes it (None fields left out), its assignment
+    made of ``pieces`` (``_piece``, one per member in order). The other fields are
+    pydantic's own text: the first ``"assignment":{}`` there is that field (a string
+    field's quotes are escaped)."""
+    empty = data.model_copy(update={"assignment": {}}).model_dump_json(exclude_none=True)
+    return empty.replace(_EMPTY, '"assignment":{' + ",".join(pieces) + "}", 1)
 
 
 def _flat_ints(parts: Sequence[Sequence[int]]) -> _Ints:
@@ -347,7 +407,7 @@ class Entries:
 
     def __init__(self, decisions: Sequence[Decision]) -> None:
         self.decisions = decisions
-        sizes = [len(d.tps) for d in decisions]
+        sizes = [d.size for d in decisions]
         owners = [len(d.owners) for d in decisions]
         self.event: _Ints = np.repeat(np.arange(len(decisions), dtype=np.int64), sizes)
         self.first: _Ints = offsets(sizes)
@@ -383,7 +443,7 @@ class Entries:
         self.listing: _Ints = np.zeros(size, dtype=np.int64)
         for d, start in zip(decisions, self.first.tolist(), strict=True):
             if d.flags is not None:
-                end = start + len(d.tps)
+                end = start + d.size
                 self.pair_first[start:end], self.tp_first[start:end], self.shared[start:end] = (
                     d.flags
                 )

@@ -709,7 +709,7 @@ class Store:
                     at_utc,
                     offset,
                     data.schema_version,
-                    data.model_dump_json(exclude_none=True),
+                    projector.data_json(event),
                 )
             )
             first, last, _ = span.get(stream, (at_utc, at_utc, 0))

@@ -155,7 +155,7 @@ class Projector:
             self._decided[stream] = (head, decision)
             if self.keep:
                 self._read.append(decision)
-                self._entries += len(decision.tps)
+                self._entries += decision.size
             else:  # no rows to make: the previous decision is of no more use
                 decision.previous = None
         elif isinstance(data, MemberReplaced):
@@ -176,6 +176,16 @@ class Projector:
             ]
             owners = [last[tp] for tp in back]
             self._hand(head, _Replaced(key, applied, at_utc, back, owners, member, event.type))
+
+    def data_json(self, event: Event) -> str:
+        """``event``'s data as the log stores it (JSON, None fields left out), once it is
+        projected: a decision's as its ``Decision`` writes it (``Decision.data_json``)."""
+        data = event.data
+        if isinstance(data, AssignmentCompleted):
+            found = self._decided.get(event.stream)
+            if found is not None and found[1].data is data:
+                return found[1].data_json()
+        return data.model_dump_json(exclude_none=True)
 
     def _hand(self, head: StreamHead, handed: _Replaced) -> None:
         self._decided.pop(handed.key[:3], None)

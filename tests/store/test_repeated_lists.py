@@ -21,6 +21,7 @@ from kstore.model import (
     MemberReplaced,
     TopicChanged,
 )
+from kstore.store.analytics_rows import _PIECES_FROM
 from kstore.store.projections import PROJECTED, Projector, StreamHead
 
 T0 = datetime(2026, 11, 24, tzinfo=UTC)
@@ -139,3 +140,29 @@ def test_a_decision_is_not_kept_alive_by_the_next_once_its_rows_are_made() -> No
         earlier = weakref.ref(events[-2].data)
         del events, event
         assert earlier() is None, keep
+
+
+def test_a_big_decision_repeating_lists_writes_the_json_pydantic_writes() -> None:
+    """A decision of at least ``_PIECES_FROM`` entries that repeats lists of the
+    previous one writes its JSON in pieces (those it repeats taken from the previous
+    one's text): the same text as pydantic's, whatever its member ids and other fields
+    hold (quotes, escapes, the text ``"assignment":{}`` itself)."""
+    odd = ['a"b', "c\\d", "é", "new\nline", '"assignment":{}', "\u2028", "\x7f", "x" * 300]
+    members = [*odd, *(f"m{i}" for i in range(40))]
+    tps = [("t", p) for p in range(_PIECES_FROM + 100)]
+    lists = {m: tps[i :: len(members)] for i, m in enumerate(members)}
+    moved = {**lists, odd[0]: lists[odd[1]], odd[1]: lists[odd[0]]}
+    datas: list[EventData] = [
+        TopicChanged(topic="t", partitions=len(tps)),
+        *(MemberJoined(member_id=m, topics=["t"]) for m in members),
+        AssignmentCompleted(generation=1, strategy="s", assignment=lists),
+        AssignmentCompleted(generation=2, strategy='"assignment":{}', assignment=lists),
+        AssignmentCompleted(
+            generation=3, strategy="s", assignment=moved, leader=odd[2], client="c\n"
+        ),
+        AssignmentCompleted(generation=4, strategy="s", assignment=moved, source="r"),
+    ]
+    projector, head = Projector(), StreamHead()
+    for event in _events(datas):
+        projector.feed(head, event, event.at.replace(tzinfo=None))
+        assert projector.data_json(event) == event.data.model_dump_json(exclude_none=True)
