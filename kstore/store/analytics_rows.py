@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 from operator import eq, not_
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -412,11 +412,9 @@ class Entries:
         self.event: _Ints = np.repeat(np.arange(len(decisions), dtype=np.int64), sizes)
         self.first: _Ints = offsets(sizes)
         self.first_owner: _Ints = offsets(owners)
-        names: dict[str, int] = {}
-        codes = [names.setdefault(m, len(names)) for d in decisions for m in d.owners]
-        self.owner_names = list(names)
+        self.owner_names, codes = _encoded(list(chain.from_iterable(d.owners for d in decisions)))
         counts = _flat_ints([d.counts for d in decisions])
-        self.owner: _Ints = np.repeat(np.array(codes, dtype=np.int64), counts)
+        self.owner: _Ints = np.repeat(codes, counts)
         # Each entry's owner as an index into its decision's owners.
         member_event = np.repeat(np.arange(len(decisions), dtype=np.int64), owners)
         local = np.arange(len(codes), dtype=np.int64) - self.first_owner[member_event]
@@ -452,12 +450,7 @@ class Entries:
         self.people: list[dict[str | None, int]] = [d.people for d in decisions]
         # A repeated list's previous owner is its member; the others' were looked up.
         self.local_prev: _Ints = self.local_owner.copy()
-        looked = [
-            not same
-            for d in decisions
-            for same in (repeat(False, len(d.owners)) if d.repeated is None else d.repeated)
-        ]
-        found = np.flatnonzero(np.array(looked, dtype=np.bool_))
+        found = np.flatnonzero(converted.looked)
         self.local_prev[_ranges(lists[found], counts[found])] = _flat_ints(
             [d.local_prev for d in decisions]
         )
@@ -489,36 +482,56 @@ class _Converted(NamedTuple):
     """Per list converted, its place among every decision's lists."""
     through: _Ints
     """Per list converted, the last decision that lists it (it or a repetition)."""
+    looked: _Bools
+    """Per list of each decision, whether its previous owners were looked up (all but
+    the lists a decision repeats from its ``previous``, in the batch or not)."""
 
 
 def _converted(decisions: Sequence[Decision]) -> _Converted:
-    converted: list[Sequence[TopicPartition]] = []
-    of: list[int] = []
-    own: list[int] = []
-    through: list[int] = []
-    first: list[int] = []  # per decision, where its lists start
+    # Per list of each decision (its owners', one after the other): whether it repeats
+    # the previous decision's list of its member, and which list of the batch that is.
+    # Python per decision only (maps over its owners), then numpy for the batch.
+    same: list[bool] = []
+    looked: list[bool] = []
+    local: list[int] = []  # a repeated list's place among its previous decision's lists
+    theirs: list[int] = []  # per decision: where its previous decision's lists start
+    first: list[int] = []  # per decision: where its lists start
     index = {id(d): i for i, d in enumerate(decisions)}
-    for at, d in enumerate(decisions):
-        first.append(len(of))
+    for d in decisions:
+        first.append(len(same))
+        size = len(d.owners)
+        if d.repeated is None:
+            looked.extend(repeat(True, size))
+        else:
+            looked.extend(map(not_, d.repeated))
         before = None if d.previous is None else index.get(id(d.previous))
-        lists = d.data.assignment.values()
         if d.repeated is None or before is None:
-            own.extend(range(len(of), len(of) + len(d.owners)))
-            of.extend(range(len(converted), len(converted) + len(d.owners)))
-            converted.extend(lists)
-            through.extend(repeat(at, len(d.owners)))
+            same.extend(repeat(False, size))
+            local.extend(repeat(0, size))
+            theirs.append(0)
             continue
-        people, theirs = decisions[before].people, first[before]
-        for member, given, same in zip(d.owners, lists, d.repeated, strict=True):
-            if same:
-                of.append(of[theirs + people[member]])
-                through[of[-1]] = at
-            else:
-                own.append(len(of))
-                of.append(len(converted))
-                converted.append(given)
-                through.append(at)
-    return _Converted(converted, *(np.array(v, dtype=np.int64) for v in (of, own, through)))
+        same.extend(d.repeated)
+        local.extend(map(decisions[before].people.get, d.owners, repeat(0, size)))
+        theirs.append(first[before])
+    repeats = np.array(same, dtype=np.bool_)
+    owners = [len(d.owners) for d in decisions]
+    # Each list -> the first of the lists it repeats, one after the other.
+    root = np.arange(len(same), dtype=np.int64)
+    earlier = np.array(local, dtype=np.int64) + np.repeat(np.array(theirs, dtype=np.int64), owners)
+    root[repeats] = earlier[repeats]
+    while True:
+        up = root[root]
+        if np.array_equal(up, root):
+            break
+        root = up
+    own = np.flatnonzero(~repeats)
+    number = np.zeros(len(same), dtype=np.int64)
+    number[own] = np.arange(len(own), dtype=np.int64)
+    through = np.zeros(len(own), dtype=np.int64)
+    np.maximum.at(through, number[root], np.repeat(np.arange(len(decisions)), owners))
+    lists = chain.from_iterable(d.data.assignment.values() for d in decisions)
+    converted = list(compress(lists, map(not_, same)))
+    return _Converted(converted, number[root], own, through, np.array(looked, dtype=np.bool_))
 
 
 def _encoded(values: Sequence[Any]) -> tuple[list[Any], _Ints]:
@@ -935,9 +948,8 @@ def _revoked(
     assignment = d.data.assignment
     repeated = set() if d.repeated is None else set(compress(d.owners, d.repeated))
     out: list[tuple[str, TopicPartition]] = []
-    for m, tps in previous.items():
-        if m in repeated:
-            continue
+    for m in filterfalse(repeated.__contains__, previous):
+        tps = previous[m]
         now = assignment.get(m, ())
         if len(now) == len(tps) and tuple(now) == tps:  # the same list: none revoked
             continue
