@@ -530,7 +530,7 @@ def _converted(decisions: Sequence[Decision]) -> _Converted:
     through = np.zeros(len(own), dtype=np.int64)
     np.maximum.at(through, number[root], np.repeat(np.arange(len(decisions)), owners))
     lists = chain.from_iterable(d.data.assignment.values() for d in decisions)
-    converted = list(compress(lists, map(not_, same)))
+    converted: list[Sequence[TopicPartition]] = list(compress(lists, map(not_, same)))
     return _Converted(converted, number[root], own, through, np.array(looked, dtype=np.bool_))
 
 
