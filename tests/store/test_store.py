@@ -8,8 +8,9 @@ runs it by subclassing. DuckDB is the one backend today.
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
@@ -26,7 +27,7 @@ from kstore.model import (
     TopicChanged,
     fold,
 )
-from kstore.store.log import SNAPSHOT_EVERY, ConcurrencyError, Store
+from kstore.store.log import SNAPSHOT_EVERY, ConcurrencyError, Store, _utc
 from tests.store.events_gen import T0, make_event, streams
 
 G = StreamId("default", "g", "recorded")
@@ -239,3 +240,24 @@ class StoreContract:
 
 class TestDuckDBStore(StoreContract):
     pass
+
+
+@given(
+    at=st.datetimes(
+        min_value=datetime(1970, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from(
+            [
+                UTC,
+                timezone(timedelta(hours=5, minutes=30)),
+                timezone(-timedelta(hours=11)),
+                ZoneInfo("Europe/Paris"),
+                ZoneInfo("America/St_Johns"),
+            ]
+        ),
+    )
+)
+def test_times_are_kept_as_utc_and_their_offset(at: datetime) -> None:
+    offset = at.utcoffset()
+    assert offset is not None
+    assert _utc(at) == (at.astimezone(UTC).replace(tzinfo=None), int(offset.total_seconds()))
