@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Set
+from collections.abc import Collection, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,13 +14,20 @@ __all__ = ["OwnershipLedger"]
 _Hold = list[Any]
 """A member's hold on partitions, ``[member, since, partitions]``: live (``since`` None)
 from its first acquisition until the member lets go of everything it holds (``since``:
-then), each partition of the set pointing to it; or partitions let go of apart (or never
+then), each of its partitions pointing to it; or partitions let go of apart (or never
 owned, ``member`` None), unowned since ``since``. A list: one is made per member and
-rebalance.
+rebalance. Its partitions are the tuple it was given until a set of them is needed
+(``_held``): an eager member's hold never needs one (it ends whole).
 
 Each partition points to one hold, so a member letting go of all it holds (an eager
 rebalance: every member) is one change, not one per partition.
 """
+
+_Row = list[_Hold | None]
+"""A topic's holds by partition number (``None``: a partition neither added nor
+acquired yet): every rebalance reads and sets each partition's, and a list indexed by
+number costs a fraction of a dictionary keyed by the ``(topic, partition)`` tuple,
+whose hash is made anew on each look-up."""
 
 _NOTHING: frozenset[TopicPartition] = frozenset()
 
@@ -34,9 +41,9 @@ class OwnershipLedger:
     than its previous one counts as a move.
     """
 
-    holds: dict[TopicPartition, _Hold] = field(default_factory=dict)
-    """Each known partition's hold: its owner, or its last owner and since when it has
-    none."""
+    rows: dict[str, _Row] = field(default_factory=dict)
+    """Each known partition's hold, by topic and partition number: its owner, or its
+    last owner and since when it has none."""
     live: dict[str, _Hold] = field(default_factory=dict)
     """Each member's live hold."""
     unowned_ms: int = 0
@@ -48,24 +55,38 @@ class OwnershipLedger:
     def add_topics(self, counts: Mapping[str, int], now: int) -> None:
         """The partitions of ``counts`` (topic -> partition count) not known yet start
         unowned at ``now``; only partitions beyond a topic's last count are looked at."""
-        holds, added = self.holds, self.counts
+        added = self.counts
         unowned = None
         for topic, count in counts.items():
             known = added.get(topic, 0)
             if count <= known:
                 continue
             added[topic] = count
+            row = self._row(topic, count - 1)
             for p in range(known, count):
-                tp = (topic, p)
-                if tp not in holds:
+                if row[p] is None:
                     if unowned is None:
                         unowned = [None, now, None]
-                    holds[tp] = unowned
+                    row[p] = unowned
+
+    def _row(self, topic: str, partition: int) -> _Row:
+        """``topic``'s row, grown to hold ``partition``."""
+        row = self.rows.get(topic)
+        if row is None:
+            row = self.rows[topic] = []
+        if partition >= len(row):
+            row.extend([None] * (partition + 1 - len(row)))
+        return row
+
+    def _holds(self) -> Iterator[_Hold]:
+        """Each known partition's hold (a hold once for each of its partitions)."""
+        for row in self.rows.values():
+            yield from filter(None, row)
 
     def held(self, member: str) -> Set[TopicPartition]:
         """The partitions ``member`` holds now: the ledger's own set, not to be changed."""
         hold = self.live.get(member)
-        return hold[2] if hold is not None else _NOTHING
+        return _held(hold) if hold is not None else _NOTHING
 
     def release_all(self, member: str, now: int) -> None:
         """``member`` lets go of everything it holds: its hold ends."""
@@ -78,16 +99,19 @@ class OwnershipLedger:
         hold = self.live.get(member)
         if hold is None:
             return
-        if tps == hold[2]:
+        held = _held(hold)
+        if tps == held:
             self.release_all(member, now)
             return
-        holds, let_go = self.holds, None
+        let_go = None
         for tp in tps:
-            if holds.get(tp) is hold:
+            topic, p = tp
+            row = self.rows.get(topic)
+            if row is not None and p < len(row) and row[p] is hold:
                 if let_go is None:
                     let_go = [member, now, None]
-                holds[tp] = let_go
-                hold[2].discard(tp)
+                row[p] = let_go
+                held.discard(tp)
 
     def acquire(self, member: str, tps: Collection[TopicPartition], now: int) -> None:
         self.acquire_each(((member, tps),), now)
@@ -96,17 +120,24 @@ class OwnershipLedger:
         self, holdings: Iterable[tuple[str, Collection[TopicPartition]]], now: int
     ) -> None:
         """Each ``(member, partitions)`` in turn: ``member`` now holds ``partitions``."""
-        # Every rebalance passes each partition through here: locals, no calls per partition.
-        holds, live = self.holds, self.live
+        # Every rebalance passes each partition through here: locals, no calls per
+        # partition but to grow a row, the row looked up again only at another topic.
+        rows, live = self.rows, self.live
         total, longest, moves = self.unowned_ms, self.longest_unowned_ms, self.moves
+        topic: str | None = None
+        row: _Row = []
         for member, tps in holdings:
             hold = live.get(member)
             if hold is None:
-                hold = live[member] = [member, None, set(tps)]
+                hold = live[member] = [member, None, tps if type(tps) is tuple else set(tps)]
             else:
-                hold[2].update(tps)
-            for tp in tps:
-                current = holds.get(tp)
+                _held(hold).update(tps)
+            for t, p in tps:
+                if t is not topic:
+                    topic, row = t, rows.get(t) or self._row(t, p)
+                if p >= len(row):
+                    row = self._row(t, p)
+                current = row[p]
                 if current is not None:
                     since = current[1]
                     if since is None:
@@ -115,7 +146,7 @@ class OwnershipLedger:
                         # Kafka never hands a partition over without its owner revoking it
                         # first; a simulator bug would show up here as a double owner.
                         raise AssertionError(
-                            f"{tp} given to {member} while {current[0]} still owns it"
+                            f"{(t, p)} given to {member} while {current[0]} still owns it"
                         )
                     gap = now - since
                     total += gap
@@ -124,13 +155,13 @@ class OwnershipLedger:
                     previous = current[0]
                     if previous is not None and previous != member:
                         moves += 1
-                holds[tp] = hold
+                row[p] = hold
         self.unowned_ms, self.longest_unowned_ms, self.moves = total, longest, moves
 
     def rename(self, old: str, new: str) -> None:
         """A static member replaced: its partitions carry on under the new id."""
-        holds, live = self.holds, self.live
-        for hold in {id(h): h for h in holds.values() if h[0] == old}.values():
+        live = self.live
+        for hold in {id(h): h for h in self._holds() if h[0] == old}.values():
             hold[0] = new
         held = live.pop(old, None)
         if held is None:
@@ -140,13 +171,13 @@ class OwnershipLedger:
         if into is None:
             live[new] = held
             return
-        for tp in held[2]:  # the new id holds partitions already: one hold of both
-            holds[tp] = into
-        into[2] |= held[2]
+        for topic, p in held[2]:  # the new id holds partitions already: one hold of both
+            self.rows[topic][p] = into
+        _held(into).update(held[2])
 
     def close(self, now: int) -> None:
         """Count the gaps still open at the end of a run up to ``now``."""
-        unowned = [h for h in self.holds.values() if h[1] is not None]
+        unowned = [h for h in self._holds() if h[1] is not None]
         for hold in unowned:
             self._gap(now - hold[1])
         for hold in unowned:
@@ -155,3 +186,11 @@ class OwnershipLedger:
     def _gap(self, ms: int) -> None:
         self.unowned_ms += ms
         self.longest_unowned_ms = max(self.longest_unowned_ms, ms)
+
+
+def _held(hold: _Hold) -> set[TopicPartition]:
+    """A live hold's partitions as a set (made from the tuple it was given, and kept)."""
+    held = hold[2]
+    if type(held) is not set:
+        held = hold[2] = set(held)
+    return held
