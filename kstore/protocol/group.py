@@ -191,7 +191,10 @@ class GroupSim:
 
     def subscribed_counts(self) -> dict[str, int]:
         """Partition counts of the existing topics some member subscribes to, by name."""
-        topics = set(chain.from_iterable(map(_topics_of, self.state.members.values())))
+        # Members mostly share a subscription: its distinct tuples first (every decision
+        # asks, a pass over the members), then their topics.
+        lists = set(map(_topics_of, self.state.members.values()))
+        topics = lists.pop() if len(lists) == 1 else set(chain.from_iterable(lists))
         return {t: n for t, n in sorted(self.state.topics.items()) if t in topics}
 
     # --- the cluster -------------------------------------------------------------------
