@@ -166,89 +166,85 @@ class GroupState:
         self.version += 1
         self.at = event.at
         data = event.data
-        match data:
-            case TopicChanged():
-                self.topics[data.topic] = data.partitions
-                if data.racks is None:
-                    self.topic_racks.pop(data.topic, None)
-                else:
-                    self.topic_racks[data.topic] = tuple(tuple(r) for r in data.racks)
-            case TopicDeleted():
-                self.topics.pop(data.topic, None)
-                self.topic_racks.pop(data.topic, None)
-            case MemberJoined():
-                self.members[data.member_id] = Member(
-                    topics=tuple(data.topics),
-                    instance_id=data.instance_id,
-                    client_id=data.client_id,
-                    host=data.host,
-                    rack=data.rack,
-                    protocols=tuple(data.protocols) if data.protocols is not None else None,
-                    session_timeout_ms=data.session_timeout_ms,
-                    rebalance_timeout_ms=data.rebalance_timeout_ms,
+        # By the data's exact class, the commonest first: a class pattern (``match``) or
+        # ``isinstance`` asks pydantic's metaclass, 0.2-0.3 us a class tried (an
+        # ``AssignmentCompleted`` was the eighth: 2.5 us of every decision's fold).
+        if type(data) is AssignmentCompleted:
+            if self.applied is not None:
+                # ``assignment`` is only ever replaced, the other two change in place.
+                self.applied.append(
+                    Applied(
+                        event.event_id,
+                        self.version,
+                        data.generation,
+                        dict(self.members),
+                        dict(self.topics),
+                        self.assignment,
+                    )
                 )
+            self.previous, self.previous_generation = self.assignment, self.generation
+            self.previous_held_from, self.held_from = self.held_from, {}
+            self.generation = data.generation
+            self.strategy = data.strategy
+            self.protocol = data.protocol
+            self.leader = data.leader
+            shares = data.assignment
+            self.assignment = dict(zip(shares, map(tuple, shares.values()), strict=True))
+            self.rebalance = None
+            if self.requesting is not None:
+                self._request_owned()
+        elif type(data) is RebalanceStarted:
+            self.rebalance = Rebalance(data.generation, data.reason, event.at)
+        elif type(data) is MemberJoined:
+            self.members[data.member_id] = Member(
+                topics=tuple(data.topics),
+                instance_id=data.instance_id,
+                client_id=data.client_id,
+                host=data.host,
+                rack=data.rack,
+                protocols=tuple(data.protocols) if data.protocols is not None else None,
+                session_timeout_ms=data.session_timeout_ms,
+                rebalance_timeout_ms=data.rebalance_timeout_ms,
+            )
+            if self.requesting is not None:
+                self._request_member(data.member_id)
+        elif type(data) is MemberLeft:
+            self.members.pop(data.member_id, None)
+            if self.requesting is not None:
+                self.requesting.pop(data.member_id, None)
+        elif type(data) is TopicChanged:
+            self.topics[data.topic] = data.partitions
+            if data.racks is None:
+                self.topic_racks.pop(data.topic, None)
+            else:
+                self.topic_racks[data.topic] = tuple(tuple(r) for r in data.racks)
+        elif type(data) is TopicDeleted:
+            self.topics.pop(data.topic, None)
+            self.topic_racks.pop(data.topic, None)
+        elif type(data) is MemberReplaced:
+            self._replace_member(data)
+            self.requesting = None  # ids renamed and partitions merged: made anew
+            if self.applied is not None:
+                self.applied.append(Applied(event.event_id, self.version, self.generation))
+        elif type(data) is SubscriptionChanged:
+            # Only MemberJoined makes a member (metrics.md): a non-member's change
+            # stays in the log and changes no state.
+            known = self.members.get(data.member_id)
+            if known is not None:
+                self.members[data.member_id] = dataclasses.replace(known, topics=tuple(data.topics))
                 if self.requesting is not None:
                     self._request_member(data.member_id)
-            case MemberLeft():
-                self.members.pop(data.member_id, None)
-                if self.requesting is not None:
-                    self.requesting.pop(data.member_id, None)
-            case MemberReplaced():
-                self._replace_member(data)
-                self.requesting = None  # ids renamed and partitions merged: made anew
-                if self.applied is not None:
-                    self.applied.append(Applied(event.event_id, self.version, self.generation))
-            case SubscriptionChanged():
-                # Only MemberJoined makes a member (metrics.md): a non-member's change
-                # stays in the log and changes no state.
-                known = self.members.get(data.member_id)
-                if known is not None:
-                    self.members[data.member_id] = dataclasses.replace(
-                        known, topics=tuple(data.topics)
-                    )
-                    if self.requesting is not None:
-                        self._request_member(data.member_id)
-            case RebalanceStarted():
-                self.rebalance = Rebalance(data.generation, data.reason, event.at)
-            case AssignmentCompleted():
-                if self.applied is not None:
-                    # ``assignment`` is only ever replaced, the other two change in place.
-                    self.applied.append(
-                        Applied(
-                            event.event_id,
-                            self.version,
-                            data.generation,
-                            dict(self.members),
-                            dict(self.topics),
-                            self.assignment,
-                        )
-                    )
-                self.previous, self.previous_generation = self.assignment, self.generation
-                self.previous_held_from, self.held_from = self.held_from, {}
-                self.generation = data.generation
-                self.strategy = data.strategy
-                self.protocol = data.protocol
-                self.leader = data.leader
-                shares = data.assignment
-                self.assignment = dict(zip(shares, map(tuple, shares.values()), strict=True))
-                self.rebalance = None
-                if self.requesting is not None:
-                    self._request_owned()
-            case AssignmentNotTakenUp():
-                held = self._not_taken_up(data)
-                if (
-                    held is not None
-                    and self.requesting is not None
-                    and data.member_id in self.members
-                ):
-                    self._request_member(data.member_id)
-                if self.applied is not None:
-                    previous = {} if held is None else {data.member_id: held}
-                    self.applied.append(
-                        Applied(event.event_id, self.version, data.generation, previous=previous)
-                    )
-            case _:
-                raise TypeError(f"no fold rule for event type {event.type}")
+        elif type(data) is AssignmentNotTakenUp:
+            held = self._not_taken_up(data)
+            if held is not None and self.requesting is not None and data.member_id in self.members:
+                self._request_member(data.member_id)
+            if self.applied is not None:
+                previous = {} if held is None else {data.member_id: held}
+                self.applied.append(
+                    Applied(event.event_id, self.version, data.generation, previous=previous)
+                )
+        else:
+            raise TypeError(f"no fold rule for event type {event.type}")
 
     def _not_taken_up(self, data: AssignmentNotTakenUp) -> tuple[TopicPartition, ...] | None:
         """The member holds its share of ``previous`` again, of its generation then
