@@ -122,7 +122,8 @@ class GroupSim:
         self._ids = 0
         self._time_ms, self._time = 0, start
         self._name = str(stream)
-        """The first part of each event's id (``event_id(stream, version)``), made once."""
+        """The first part of each event's and member id's name (``event_id(stream,
+        version)``, ``_new_name``), made once."""
 
     # --- events ----------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ class GroupSim:
         else:
             self.emitted.append(event)
         self.state.apply(event)
-        if isinstance(data, RebalanceStarted):
+        if type(data) is RebalanceStarted:  # exact: isinstance asks pydantic's metaclass
             self.rebalances += 1
         return event
 
@@ -170,7 +171,7 @@ class GroupSim:
     def _new_name(self) -> str:
         """What the next member id is made from (its UUID's name)."""
         self._ids += 1
-        return f"{self.stream}|{self.seed}|member|{self._ids}"
+        return f"{self._name}|{self.seed}|member|{self._ids}"
 
     def classic_member_id(self, spec: MemberSpec) -> str:
         """``clientId-UUID`` or, for a static member, ``groupInstanceId-UUID``."""
