@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -650,6 +651,16 @@ def store_first(args: list[str]) -> list[str]:
 
 def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""
+    ctrl_c = []
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        ctrl_c.append(True)
+        raise KeyboardInterrupt
+
+    # A Ctrl-C that a library turned into another error (one that lands in an import
+    # becomes "partially initialized module") is still reported as the interruption.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         result = app(args=store_first(sys.argv[1:]), standalone_mode=False)
     except typer.Exit as exc:
@@ -663,6 +674,8 @@ def main() -> None:
     except TyperException as exc:  # usage errors: unknown option, bad value ...
         _fail(exc.format_message().replace("\n", " "), 2)
     except Exception as exc:
+        if ctrl_c:
+            _fail("interrupted", 130)
         if (hint := missing_extra(exc)) is not None:
             _fail(hint, 2)
         if os.environ.get("KSTORE_DEBUG"):

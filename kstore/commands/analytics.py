@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from kstore.analytics.replay import VERDICTS, check_decisions, replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve, source_timeline
 from kstore.commands._output import check_format, print_rows, progress_bar
+from kstore.commands._stop import stop_requested
 from kstore.model.strategies import strategy
 from kstore.store.log import Store
 
@@ -126,10 +125,6 @@ def replay_group(
 ) -> None:
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
-    # Ctrl-C: the run stops after the source event at hand and stores what it decided
-    # (a KeyboardInterrupt inside DuckDB would end it as "Query interrupted").
-    stopped = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: stopped.set())
     bar = progress_bar(
         "replaying {task.description}",
         MofNCompleteColumn(),
@@ -140,33 +135,34 @@ def replay_group(
     )
     task = bar.add_task(f"{cluster}/{group}/{source}", total=None, rate="-")
     started = time.perf_counter()
+    read = [0, 0]
 
     def advance(done: int, total: int) -> None:
+        read[:] = done, total
         rate = done / max(time.perf_counter() - started, 1e-9)
         bar.update(task, completed=done, total=total, rate=f"{rate:,.0f}")
 
-    try:
-        with bar:
-            done = replay(
-                store,
-                group=group,
-                cluster=cluster,
-                source=source,
-                strategy=strategy,
-                timeline=timeline,
-                resume=resume,
-                stop=stopped.is_set,
-                progress=advance,
-            )
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    # Ctrl-C: the run stops after the source event at hand and stores what it decided.
+    with stop_requested() as stopped, bar:
+        done = replay(
+            store,
+            group=group,
+            cluster=cluster,
+            source=source,
+            strategy=strategy,
+            timeline=timeline,
+            resume=resume,
+            stop=stopped.is_set,
+            progress=advance,
+        )
     if not done.complete:
         again = f"kstore --store {shlex.quote(str(path))} replay --group {shlex.quote(group)}"
         again += f" --cluster {shlex.quote(cluster)} --from {shlex.quote(source)}"
         again += f" --strategy {shlex.quote(strategy)}"
         again += f" --timeline {shlex.quote(done.stream.timeline)} --resume"
         raise Interrupted(
-            f"replay interrupted: {done.resumed + done.events} events stored in timeline "
+            f"replay interrupted after {read[0]:,} of {read[1]:,} source events: "
+            f"{done.resumed + done.events:,} replay events stored in timeline "
             f"{done.stream.timeline!r}; resume with: {again}"
         )
     rate = done.rebalances / done.seconds if done.seconds else 0.0

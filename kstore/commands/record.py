@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kstore._errors import UsageError
+from kstore.commands._stop import stop_requested
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
 
 __all__ = ["merge_reports_cmd", "parse_interval", "poll_groups", "record_offsets"]
@@ -50,18 +51,14 @@ def _running(settings: KafkaSettings | None) -> Iterator[threading.Event]:
     client_log = logging.getLogger("kafka")
     client_log.addHandler(handler)
     client_log.setLevel(logging.ERROR)
-    stop = threading.Event()
-
-    def request_stop(signum: int, _frame: object) -> None:
-        log.info("%s: finishing the batch in flight", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield stop
+        with stop_requested(
+            signal.SIGINT,
+            signal.SIGTERM,
+            heard=lambda sig: log.info("%s: finishing the batch in flight", sig.name),
+        ) as stop:
+            yield stop
     finally:
-        for sig, handler_before in previous.items():
-            signal.signal(sig, handler_before)
         log.removeHandler(handler)
         client_log.removeHandler(handler)
 

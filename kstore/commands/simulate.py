@@ -12,6 +12,7 @@ from rich.progress import TextColumn, TimeElapsedColumn
 from kstore._errors import Interrupted, UsageError
 from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
+from kstore.commands._stop import stop_requested
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
@@ -82,21 +83,22 @@ def simulate(
     ) as bar:
         task = bar.add_task(scenario.name, total=scenario.end)
         timeline = timeline or f"sim/{scenario.name}"
-        try:
+        with stop_requested() as stopped:
             result = run_scenario(
                 scenario,
                 store=store,
                 timeline=timeline,
                 seed=seed,
                 progress=lambda now, end: bar.update(task, completed=now, total=end),
+                stop=stopped.is_set,
             )
-        except KeyboardInterrupt:
-            # Not a word from the store here: another writer may hold its lock.
-            again = shlex.join(["kstore", *sys.argv[1:]])
-            raise Interrupted(
-                f"simulation interrupted: the batches stored before it stay in timeline "
-                f"{timeline!r}; resume with the same command: {again}"
-            ) from None
+    if not result.complete:
+        kept = result.resumed + result.appended
+        raise Interrupted(
+            f"simulation interrupted at {result.sim.now:,} of {scenario.end:,} ms simulated: "
+            f"{kept:,} events stored in timeline {timeline!r}; resume with the same "
+            f"command: {shlex.join(['kstore', *sys.argv[1:]])}"
+        )
     cluster, group, timeline = result.stream
     compared = run_query(
         store, "compare", {"cluster": cluster, "group": group, "timelines": timeline}

@@ -58,6 +58,8 @@ class RunResult:
     resumed: int
     """Events that were in the store already."""
     appended: int
+    complete: bool = True
+    """False when ``stop`` ended the run before the scenario's end."""
 
 
 def _specs(group: MemberGroup, strategy: str, start: int) -> list[MemberSpec]:
@@ -179,11 +181,15 @@ def run_scenario(
     timeline: str,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
     stop_after: int | None = None,
 ) -> RunResult:
     """Run ``scenario`` into ``store`` (or only in memory when ``store`` is ``None``).
 
-    ``progress(now_ms, end_ms)`` is called as simulated time advances. ``stop_after``
+    ``progress(now_ms, end_ms)`` is called as simulated time advances. ``stop``, asked as
+    often, ends the run early: the events made so far are stored (a batch being stored
+    apart is waited for) and the result is not ``complete``; the same run resumes it.
+    ``stop_after``
     ends the run once that many events have been appended (for resume tests: a run cut
     short exactly as a killed one).
     """
@@ -237,8 +243,14 @@ def run_scenario(
                     if writer is not None:
                         writer.wait()
                     return RunResult(sim, stream, len(stored), appended)
-            if progress is not None and ticks % 256 == 0:
-                progress(sim.now, end)
+            if ticks % 256 == 0:
+                if progress is not None:
+                    progress(sim.now, end)
+                if stop is not None and stop():
+                    flush(last=True)
+                    if writer is not None:
+                        writer.wait()
+                    return RunResult(sim, stream, len(stored), appended, complete=False)
         sim.run_until(end)
         if sim.state.version < len(stored):
             raise ResumeMismatch(

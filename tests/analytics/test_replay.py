@@ -321,7 +321,9 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     assert err.count("\n") == 1 and "Traceback" not in err, err
     at_stop = _stored_events(store, stream)
     assert 0 < at_stop < len(expected)
-    assert f"{at_stop} events stored" in err and "--resume" in err, err
+    # the line counts source events as the progress bar does, and the replay's stored
+    assert f" of {len(source):,} source events: {at_stop:,} replay events stored" in err, err
+    assert "--resume" in err, err
     # compare says it is partial and compares the prefix it covers (issue 13)
     base = [sys.executable, "-m", "kstore.cli", "--store", str(db), "compare", "--group", "g"]
     compared = subprocess.run(base, capture_output=True, text=True, check=True).stdout

@@ -73,7 +73,8 @@ def _stored_version(db: Path) -> int:
 
 def _kill_part_way(db: Path, sig: signal.Signals, total: int) -> int | None:
     """Start the command, send it ``sig`` once some events are stored; the events stored
-    then (None: the run had stored them all before it could be signalled). The store's
+    when it ended (None: the run had stored them all before it could be signalled;
+    SIGKILL: those stored when it came, SIGINT: the run stores what it made). The store's
     lock is held from then until the command and the processes it forked to append are
     gone: while it is held no batch goes in, so a run that has not stored everything
     is still running when the signal lands."""
@@ -98,17 +99,24 @@ def _kill_part_way(db: Path, sig: signal.Signals, total: int) -> int | None:
                 return None
             copies = children(proc.pid)
             proc.send_signal(sig)
-            proc.wait(timeout=60)
-            while any(alive(pid) for pid in copies):  # they end with the command
-                assert time.monotonic() < deadline, "a copy outlived the command"
-                time.sleep(0.02)
-        # Ctrl-C: one line (what is stored, the command that resumes) and exit 130.
+            if sig == signal.SIGKILL:
+                proc.wait(timeout=60)
+                while any(alive(pid) for pid in copies):  # they end with the command
+                    assert time.monotonic() < deadline, "a copy outlived the command"
+                    time.sleep(0.02)
+        # Ctrl-C: the run stores what it has made (the lock let go), then one line (what
+        # is stored, the command that resumes) and exit 130.
+        proc.wait(timeout=60)
         err = proc.stderr.read().decode()
         assert proc.returncode == (130 if sig == signal.SIGINT else -sig), err
         if sig == signal.SIGINT:
+            at_stop = _version(db)
+            assert at_kill <= at_stop <= total
             (line,) = [x for x in err.splitlines() if x.startswith("kstore: error:")]
-            assert line.startswith("kstore: error: simulation interrupted: "), line
-            assert f"{STREAM.timeline!r}; resume with the same command: kstore " in line
+            assert line.startswith("kstore: error: simulation interrupted at "), line
+            assert f": {at_stop:,} events stored in timeline {STREAM.timeline!r}; " in line
+            assert "; resume with the same command: kstore " in line
+            return at_stop if at_stop < total else None
         return at_kill
     finally:
         if proc.poll() is None:
@@ -143,3 +151,45 @@ def test_killed_simulation_resumes_to_the_straight_run(tmp_path: Path, sig: sign
     assert got == expected
     assert len({e["event_id"] for e in got}) == len(got)
     assert [e["version"] for e in got] == list(range(1, len(got) + 1))
+
+
+def test_ctrl_c_during_a_store_write_lets_the_write_finish(tmp_path: Path) -> None:
+    """Ctrl-C while a batch was being stored ended the run as ``RuntimeError: Query
+    interrupted`` (exit 1), or as an interruption that dropped the batch. Now the batch in
+    flight is stored, the run stops at its next step with one line naming what is
+    stored, and the same command resumes it to the straight run's events."""
+    scenario = generate(KIND, members=MEMBERS, steps=STEPS, seed=SEED)
+    straight = Store(tmp_path / "straight.duckdb")
+    straight.init()
+    run_scenario(scenario, store=straight, timeline=STREAM.timeline, seed=SEED)
+    expected = _stored(straight)
+    db = tmp_path / "ctrl-c.duckdb"
+    ctrl_c_at_each_write = (
+        "import os, signal\n"
+        "from kstore.store.writer import Writer\n"
+        "flush = Writer.flush\n"
+        "def ctrl_c_then_flush(self):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    flush(self)\n"
+        "Writer.flush = ctrl_c_then_flush\n"
+        "from kstore.cli import main\n"
+        "main()\n"
+    )
+    command = [sys.executable, "-c", ctrl_c_at_each_write, *_command(db)[3:]]
+    ended = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "KSTORE_APPEND_APART": "0"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert ended.returncode == 130, ended.stderr
+    at_stop = _version(db)
+    assert FLUSH_EVERY <= at_stop < len(expected)
+    assert ended.stderr.count("\n") == 1 and "Traceback" not in ended.stderr, ended.stderr
+    assert f": {at_stop:,} events stored in timeline " in ended.stderr, ended.stderr
+    assert _stored(Store(db)) == expected[:at_stop]
+    resumed = subprocess.run(_command(db), capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _stored(Store(db)) == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,39 @@ def run_process(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
     )
+
+
+def test_ctrl_c_a_library_turns_into_another_error_is_an_interruption(tmp_path: Path) -> None:
+    # Ctrl-C in `kstore simulate`'s first second landed in an import (pandas'), which
+    # ended as "AttributeError: partially initialized module 'pandas' ...", exit 1.
+    code = (
+        "import os, signal, sys\n"
+        "from kstore.cli import main\n"
+        "from kstore.store.log import Store\n"
+        "original = Store.init\n"
+        "def init_in_a_library_that_swallows_ctrl_c(self):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        signal.pause()\n"
+        "    except KeyboardInterrupt:\n"
+        "        raise AttributeError('partially initialized module') from None\n"
+        "    return original(self)\n"
+        "Store.init = init_in_a_library_that_swallows_ctrl_c\n"
+        f"sys.argv = ['kstore', '--store', {str(tmp_path / 's.duckdb')!r}, 'init']\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert (done.returncode, done.stderr) == (130, "kstore: error: interrupted\n")
+    # Where SIGINT is ignored (a shell's background job), it stays ignored.
+    ignored = subprocess.run(
+        [sys.executable, "-c", code.replace("signal.pause()", "pass")],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert ignored.returncode == 0, ignored.stderr

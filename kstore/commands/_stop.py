@@ -1,0 +1,37 @@
+"""Ctrl-C (and a supervisor's SIGTERM) as a request to stop, not an exception.
+
+A command that stores as it goes asks ``stop.is_set()`` between units of work, stores
+what it has and says how to resume. Raised as ``KeyboardInterrupt`` instead, the signal
+would land wherever the process is, often inside DuckDB, which ends the query as
+``RuntimeError: Query interrupted``.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["stop_requested"]
+
+
+@contextmanager
+def stop_requested(
+    *signums: signal.Signals, heard: Callable[[signal.Signals], None] | None = None
+) -> Iterator[threading.Event]:
+    """An event these signals (SIGINT when none is given) set while the block runs;
+    ``heard(signal)`` is called at each. The handlers before are put back after."""
+    stop = threading.Event()
+
+    def request(signum: int, _frame: object) -> None:
+        if heard is not None:
+            heard(signal.Signals(signum))
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request) for sig in signums or (signal.SIGINT,)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
