@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["Interrupted", "KstoreError", "UsageError"]
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["Interrupted", "KstoreError", "UsageError", "field_path", "invalid_field"]
 
 
 class KstoreError(Exception):
@@ -21,3 +25,29 @@ class Interrupted(KstoreError):
     """Ctrl-C ended a command that stored what it had (exit 130, as a shell's SIGINT)."""
 
     exit_code = 130
+
+
+def field_path(parts: Iterable[str | int]) -> str:
+    """A location in JSON or YAML as a jq user writes it: names joined with dots, list
+    positions in brackets, a key that is not a plain name quoted (one line whatever it
+    holds): ``data.assignment."consumer-1-7c2e"[1][1]``."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part != "":
+            name = part if part.isidentifier() else json.dumps(part, ensure_ascii=False)
+            path += f".{name}" if path else name
+    return path
+
+
+def invalid_field(error: Mapping[str, Any], *prefix: str, where: str = "") -> str:
+    """A pydantic error (one of ``ValidationError.errors()``) as ``<path>: <message>``,
+    the value given named when it is a single one (``got -1``); ``where`` stands for an
+    empty path."""
+    text = f"{field_path((*prefix, *error['loc'])) or where}: {error['msg']}"
+    given = error.get("input")
+    if error["type"] != "missing" and isinstance(given, str | int | float | bool):
+        shown = json.dumps(given, ensure_ascii=False)
+        text += f" (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
+    return text

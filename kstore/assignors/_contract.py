@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, invalid_field
 from kstore._limits import (
     MAX_PARTITIONS,
     Int32,
@@ -90,9 +90,7 @@ class ContractError(UsageError, ValueError):
 
 
 def _format_error(err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "request"
-    return f"{loc}: {first['msg']}"
+    return invalid_field(err.errors()[0], where="request")
 
 
 def parse_request(text: str | bytes) -> AssignmentRequest:

@@ -34,7 +34,7 @@ from pydantic import (
 )
 from pydantic_core import from_json
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, invalid_field
 from kstore._gc import cyclic_gc_paused
 from kstore._limits import NonNegativeInt32, PartitionCount, TopicName, TopicRef, check_instant
 from kstore.model._construct import construct, instance
@@ -337,9 +337,7 @@ def format_time(at: datetime) -> str:
 
 
 def _error_text(err: ValidationError, prefix: str) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(part) for part in (prefix, *first["loc"]) if part != "")
-    return f"{loc or 'event'}: {first['msg']}"
+    return invalid_field(err.errors()[0], prefix, where="event")
 
 
 def parse_event(raw: Any, schema_version: int | None = None) -> Event:
@@ -437,7 +435,9 @@ def decode_json_line(line: str, where: str = "") -> Any:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise EventError(f"{where}not JSON: {exc.msg} at column {exc.colno}") from None
+            # json's "Unterminated string starting at" names the column itself
+            problem = exc.msg.removesuffix(" at")
+            raise EventError(f"{where}not JSON: {problem} at column {exc.colno}") from None
         except RecursionError:
             raise EventError(f"{where}not JSON kstore reads: nested too deeply") from None
     if "\\u" in line:

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, field_path
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -202,8 +202,8 @@ def _data(model: type[EventData], **fields: Any) -> EventData:
         return model(**{name: value for name, value in fields.items() if value is not None})
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise _BadEvent(f"{model.type_name()}.{field}", first["msg"]) from None
+        field = field_path((model.type_name(), *first["loc"]))
+        raise _BadEvent(field, first["msg"]) from None
 
 
 class _BadEvent(Exception):

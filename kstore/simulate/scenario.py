@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, field_path
 from kstore._files import read_text
 from kstore._limits import PartitionCount, TopicName, check_instant
 from kstore.assignors._contract import check_total
@@ -365,8 +365,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         # A misspelt key also makes the key it stands for missing: name the typo.
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = tuple(first["loc"])
-        where = ".".join(str(p) for p in loc) or "scenario"
-        where = "".join(c if c.isprintable() else repr(c)[1:-1] for c in where)  # one line
+        where = field_path(loc) or "scenario"
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             near = difflib.get_close_matches(str(loc[-1]), sorted(_keys(Scenario)), n=1)

@@ -36,9 +36,9 @@ def test_errors_name_the_line() -> None:
         "name: x\ntopics:\n  t: 3\nmembers:\n  - count: 2\n    topics: [t]\n"
         "steps:\n  - at: 10s\n    scale: -1\n"
     )
-    with pytest.raises(ScenarioError, match=r"^s.yaml:9: steps.0.scale: "):
+    with pytest.raises(ScenarioError, match=r"^s.yaml:9: steps\[0\].scale: "):
         parse_scenario(text, "s.yaml")
-    with pytest.raises(ScenarioError, match=r"^s.yaml:8: steps.0: .*exactly one action"):
+    with pytest.raises(ScenarioError, match=r"^s.yaml:8: steps\[0\]: .*exactly one action"):
         parse_scenario(text.replace("    scale: -1\n", ""), "s.yaml")
     with pytest.raises(ScenarioError, match=r"^s.yaml:3: .*not valid YAML"):
         parse_scenario("name: x\ntopics: [\n  :", "s.yaml")

@@ -52,7 +52,7 @@ BAD_EVENTS = [
     (_raw("TopicChanged", {"topic": "a b", "partitions": 1}), "data.topic"),
     (_raw("TopicChanged", {"topic": "..", "partitions": 1}), "data.topic"),
     (_raw("TopicDeleted", {"topic": "."}), "data.topic"),
-    (_raw("MemberJoined", {"member_id": "m", "topics": ["ok", "caf\u00e9"]}), "data.topics.1"),
+    (_raw("MemberJoined", {"member_id": "m", "topics": ["ok", "caf\u00e9"]}), "data.topics[1]"),
     (
         _raw("MemberJoined", {"member_id": "m", "topics": ["t"], "session_timeout_ms": 2**31}),
         "data.session_timeout_ms",
@@ -62,14 +62,14 @@ BAD_EVENTS = [
             "AssignmentCompleted",
             {"generation": 1, "strategy": "range", "assignment": {"m": [["t", 2**31]]}},
         ),
-        "data.assignment.m.0.1",
+        "data.assignment.m[0][1]",
     ),
     (
         _raw(
             "AssignmentCompleted",
             {"generation": 1, "strategy": "range", "assignment": {"m": [["bad topic", 0]]}},
         ),
-        "data.assignment.m.0.0",
+        "data.assignment.m[0][0]",
     ),
     (_raw("MemberLeft", {"member_id": "m", "reason": "leave"}, "0001-01-01T00:00:00+01:00"), "at"),
     (_raw("MemberLeft", {"member_id": "m", "reason": "leave"}, "9999-12-31T23:59:59-01:00"), "at"),

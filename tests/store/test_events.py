@@ -136,14 +136,14 @@ def test_constructing_in_python() -> None:
                 "AssignmentCompleted",
                 {"generation": 1, "strategy": "range", "assignment": {"m": [["t", -1]]}},
             ),
-            "data.assignment.m.0.1",
+            "data.assignment.m[0][1]",
         ),
         (
             envelope(
                 "AssignmentCompleted",
                 {"generation": 1, "strategy": "range", "assignment": {"m": [["t"]]}},
             ),
-            "data.assignment.m.0.1",
+            "data.assignment.m[0][1]",
         ),
         (envelope("AssignmentNotTakenUp", {"generation": 1}), "data.member_id"),
         (envelope("AssignmentNotTakenUp", {"member_id": "m"}), "data.generation"),
@@ -238,10 +238,36 @@ def test_a_line_decodes_as_json_reads_it(text: str) -> None:
 def test_a_line_json_refuses_is_named_as_json_names_it(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as refused:
         json.loads(text)
-    expected = f"not JSON: {refused.value.msg} at column {refused.value.colno}"
+    # json ends some messages with " at" before its column: said once
+    problem = refused.value.msg.removesuffix(" at")
+    expected = f"not JSON: {problem} at column {refused.value.colno}"
     with pytest.raises(EventError) as caught:
         decode_json_line(text)
     assert str(caught.value) == expected
+
+
+def test_an_unterminated_string_is_named_once() -> None:
+    # json says "Unterminated string starting at" and the column apart: not "at at"
+    with pytest.raises(EventError) as caught:
+        decode_json_line('{"a": "cut', "line 2: ")
+    assert str(caught.value) == "line 2: not JSON: Unterminated string starting at column 7"
+
+
+@pytest.mark.parametrize(
+    ("assignment", "expected"),
+    [
+        ({"m1": [["t", 0], ["t", -1]]}, "data.assignment.m1[1][1]: {} (got -1)"),
+        ({"consumer-1-7c2e": [["t", -1]]}, 'data.assignment."consumer-1-7c2e"[0][1]: {} (got -1)'),
+        ({"a\nb": [["t", -1]]}, 'data.assignment."a\\nb"[0][1]: {} (got -1)'),
+    ],
+)
+def test_a_bad_value_is_named_by_its_path_and_given_value(
+    assignment: dict[str, Any], expected: str
+) -> None:
+    data = {"generation": 1, "strategy": "range", "assignment": assignment}
+    with pytest.raises(EventError) as caught:
+        parse_event(envelope("AssignmentCompleted", data))
+    assert str(caught.value) == expected.format("Input should be greater than or equal to 0")
 
 
 def test_odd_but_well_formed_facts_are_accepted() -> None:
