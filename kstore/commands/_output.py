@@ -154,9 +154,14 @@ def print_rows(
     rows: Sequence[Sequence[Any]],
     output: str,
     title: str | None = None,
+    empty: str = "no rows",
 ) -> None:
-    """Print ``rows`` (tuples in ``columns`` order) in ``output`` format."""
+    """Print ``rows`` (tuples in ``columns`` order) in ``output`` format; an empty table
+    comes with a note on stderr saying so (``empty``): a box of headers alone reads as
+    a command that failed."""
     check_format(output)
+    if not rows and output == "table":
+        print(f"kstore: note: {empty}", file=sys.stderr)
     if output in ("json", "jsonl"):
         records = [{c: plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
         if output == "json":

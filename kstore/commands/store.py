@@ -98,7 +98,7 @@ def print_events(
         for stored in found
     ]
     columns = ["position", "cluster", "group", "timeline", "version", "at", "type", "data"]
-    print_rows(columns, rows, output)
+    print_rows(columns, rows, output, empty="no events match")
 
 
 def print_state(
@@ -144,7 +144,9 @@ def print_state(
         + " ".join(f"{topic}:{count}" for topic, count in state.topics.items())
     )
     columns = ["member", "topics", "rack", "instance_id", "partitions"]
-    print_rows(columns, rows, output, title=title if output == "table" else None)
+    print_rows(
+        columns, rows, output, title=title if output == "table" else None, empty="no members"
+    )
 
 
 def print_streams(path: Path, output: str = "table") -> None:
@@ -156,7 +158,8 @@ def print_streams(path: Path, output: str = "table") -> None:
         for info in Store(path).streams()
     ]
     columns = ["cluster", "group", "timeline", "events", "first", "last", "generation"]
-    print_rows(columns, rows, output)
+    empty = f"no streams in {path}: kstore append, simulate or record stores some"
+    print_rows(columns, rows, output, empty=empty)
 
 
 def rebuild_store(path: Path) -> None:

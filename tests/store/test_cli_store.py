@@ -279,3 +279,26 @@ def test_ctrl_c_a_library_turns_into_another_error_is_an_interruption(tmp_path: 
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert ignored.returncode == 0, ignored.stderr
+
+
+def test_an_empty_table_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `kstore streams` on a new store printed a box of headers and nothing else.
+    store = str(tmp_path / "s.duckdb")
+    run(capsys, monkeypatch, "--store", store, "init")
+    code, out, err = run(capsys, monkeypatch, "--store", store, "streams")
+    assert code == 0 and "cluster" in out
+    assert (
+        err
+        == f"kstore: note: no streams in {store}: kstore append, simulate or record stores some\n"
+    )
+    code, out, err = run(capsys, monkeypatch, "--store", store, "events", "--format", "table")
+    assert (code, err) == (0, "kstore: note: no events match\n")
+    # Data formats stay data: nothing on stderr, an empty list or the header alone.
+    assert run(capsys, monkeypatch, "--store", store, "streams", "--format", "json")[1:] == (
+        "[]\n",
+        "",
+    )
+    code, out, err = run(capsys, monkeypatch, "--store", store, "streams", "--format", "csv")
+    assert (out.count("\n"), err) == (1, "")
