@@ -74,8 +74,8 @@ def test_size_and_depth_are_bounded() -> None:
             "name: s\ntopics: {t: 2000000000}\nmembers: [{name: a, topics: [t]}]\n",
             "s:1: scenario: topics: 2,000,000,000 partitions in all",
         ),
-        ("name: s\ntopics: {'a b': 1}\nmembers: [{name: a, topics: [t]}]\n", "s:2: topics.a b"),
-        ("name: s\ntopics: {t: 1}\nmembers: [{name: a, topics: ['..']}]\n", "s:3: members.0"),
+        ("name: s\ntopics: {'a b': 1}\nmembers: [{name: a, topics: [t]}]\n", 's:2: topics."a b"'),
+        ("name: s\ntopics: {t: 1}\nmembers: [{name: a, topics: ['..']}]\n", "s:3: members[0]"),
         (
             "name: s\ntopics: {a: 6000000, b: 6000000}\nmembers: [{name: a, topics: [a]}]\n",
             "s:1: scenario: topics: 12,000,000 partitions in all",
@@ -84,7 +84,7 @@ def test_size_and_depth_are_bounded() -> None:
         (GOOD + "start: 0001-01-01T00:00:00+01:00\n", "s:4: start"),
         (GOOD + "until: 99999999999999999999\n", "s:4: until"),
         (GOOD + "settings: {session_timeout_ms: 2147483648}\n", "s:4: settings.session_timeout_ms"),
-        (GOOD + "steps: [{at: 1s, partitions: {topic: t, count: 2147483648}}]\n", "s:4: steps.0"),
+        (GOOD + "steps: [{at: 1s, partitions: {topic: t, count: 2147483648}}]\n", "s:4: steps[0]"),
     ],
 )
 def test_scenario_bounds_name_the_line_and_field(text: str, where: str) -> None:
@@ -97,4 +97,4 @@ def test_scenario_bounds_name_the_line_and_field(text: str, where: str) -> None:
 def test_a_key_with_a_line_break_stays_one_line() -> None:
     with pytest.raises(ScenarioError) as refused:
         parse_scenario('"a\\nb": 1\n' + GOOD, "s")
-    assert str(refused.value) == "s:1: a\\nb: unknown key"
+    assert str(refused.value) == 's:1: "a\\nb": unknown key'
