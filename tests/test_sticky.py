@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -11,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstore._java import HashSetOrder, spread, table_capacity
-from kstore.assignors import AssignmentResult, assign, validate_request
-from kstore.assignors._sticky_constrained import _Quotas, _round_robin
+from kstore.assignors import AssignmentResult, assign, normalise, validate_request
+from kstore.assignors._sticky_constrained import _Quotas, _round_robin, _round_robin_small
+from kstore.assignors._sticky_group import build_group
+from kstore.assignors.sticky import COOPERATIVE_STICKY, STICKY
 from tests.oracle import golden
+from tests.test_sticky_properties import requests
 
 STICKY_STRATEGIES = ("sticky", "cooperative-sticky")
 
@@ -297,3 +301,18 @@ def test_round_robin_by_passes_equals_kafkas_loop(
     want = kafka_round_robin(partitions, counts, under, at_min, quotas)
     got = _round_robin(partitions, counts, under, at_min, quotas)
     assert np.asarray(got).tolist() == want
+    got_small = _round_robin_small(partitions, counts, under, at_min, quotas)
+    assert got_small == want
+
+
+@given(requests(), st.sampled_from([STICKY, COOPERATIVE_STICKY]))
+@settings(max_examples=400, deadline=None)
+def test_small_group_lists_answer_as_the_numpy_steps(raw: dict[str, Any], assignor: Any) -> None:
+    """A small group's steps on lists give, to the type of each value, what the numpy
+    steps of a large group give (both run on the same request)."""
+    request = normalise(validate_request(raw))
+    small = build_group(request)
+    assert small.small
+    on_lists = assignor.answer(request, small)
+    on_arrays = assignor.answer(request, replace(build_group(request), small=False))
+    assert repr(on_lists) == repr(on_arrays)

@@ -4,13 +4,15 @@ Kafka's ``ConstrainedAssignmentBuilder`` in three steps: members keep their vali
 partitions (ranked by partition number, then topic) up to ``minQuota`` or ``maxQuota``;
 rack-aware round robin; plain round robin over the under-filled members sorted by id,
 then one more partition each to members at ``minQuota`` in the order they got there.
-The bulk steps run on numpy arrays; the round robin is computed pass by pass rather
-than partition by partition.
+The bulk steps run on numpy arrays, or on lists for a small group (``StickyGroup.small``:
+the same steps, each numpy call's fixed cost being more than its work there); the round
+robin is computed pass by pass rather than partition by partition.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -24,11 +26,21 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass
 class ConstrainedResult:
-    """``owner[pid]`` for every partition; ``transferring``: Kafka's
-    ``partitionsTransferringOwnership`` (pid -> new owner)."""
+    """``owner[pid]`` for every partition (a list for a small group); ``transferring``:
+    Kafka's ``partitionsTransferringOwnership`` (pid -> new owner)."""
 
-    owner: IntArray
+    owner: IntArray | list[int]
     transferring: dict[int, int]
+
+    def withhold_transfers(self) -> None:
+        """KIP-429: each partition changing owner is left unassigned this round."""
+        if not self.transferring:
+            return
+        if isinstance(self.owner, list):
+            for pid in self.transferring:
+                self.owner[pid] = -1
+        else:
+            self.owner[np.fromiter(self.transferring, dtype=np.int64)] = -1
 
 
 class _Quotas:
@@ -37,6 +49,66 @@ class _Quotas:
         self.max = -(-total // members)
         self.expected_over = total % members
         self.over = 0
+
+
+def _keep_counts(per_member: list[int], quotas: _Quotas) -> tuple[list[int], list[int], list[int]]:
+    """How many of its owned partitions each member keeps (its first ones in rank order),
+    the members under minQuota and the members at minQuota that may take one more."""
+    keep: list[int] = []
+    under: list[int] = []
+    at_min: list[int] = []
+    for m, owned in enumerate(per_member):
+        if owned < quotas.min:
+            keep.append(owned)
+            under.append(m)
+        elif owned >= quotas.max and quotas.over < quotas.expected_over:
+            quotas.over += 1
+            if quotas.over == quotas.expected_over:
+                at_min.clear()
+            keep.append(quotas.max)
+        else:
+            keep.append(quotas.min)
+            if quotas.over < quotas.expected_over:
+                at_min.append(m)
+    return keep, under, at_min
+
+
+def _kept_owned_small(
+    group: StickyGroup, quotas: _Quotas
+) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """``_kept_owned`` on lists."""
+    racks = group.racks
+    tied = group.multiply_claimed
+    rank_width = max(len(group.topics), 1)
+    offsets = group.offsets
+    pid_topic = group.pid_topic
+    given_up: list[int] = []
+    given_up_by: list[int] = []
+    by_member: list[list[int]] = [[] for _ in group.member_ids]
+    for pid, m in zip(group.claims.pid, group.claims.member, strict=True):
+        if racks.enabled and racks.mismatch(m, pid):
+            given_up.append(pid)
+            given_up_by.append(m)
+        elif pid not in tied:
+            by_member[m].append(pid)
+
+    def rank(pid: int) -> int:
+        topic = pid_topic[pid]
+        return (pid - offsets[topic]) * rank_width + topic
+
+    for owned in by_member:
+        if len(owned) > 1:
+            owned.sort(key=rank)
+    keep, under, at_min = _keep_counts(list(map(len, by_member)), quotas)
+    kept_pid: list[int] = []
+    kept_member: list[int] = []
+    for m, (owned, count) in enumerate(zip(by_member, keep, strict=True)):
+        kept_pid += owned[:count]
+        kept_member += repeat(m, count)
+        if len(owned) > count:
+            given_up += owned[count:]
+            given_up_by += repeat(m, len(owned) - count)
+    return kept_pid, kept_member, given_up, given_up_by, under, at_min
 
 
 def _kept_owned(
@@ -72,22 +144,8 @@ def _kept_owned(
     pid, member = pid[order], member[order]
     per_member = np.bincount(member, minlength=n)
 
-    keep_count = np.zeros(n, dtype=np.int64)
-    under: list[int] = []
-    at_min: list[int] = []
-    for m, owned in enumerate(per_member.tolist()):
-        if owned < quotas.min:
-            keep_count[m] = owned
-            under.append(m)
-        elif owned >= quotas.max and quotas.over < quotas.expected_over:
-            quotas.over += 1
-            if quotas.over == quotas.expected_over:
-                at_min.clear()
-            keep_count[m] = quotas.max
-        else:
-            keep_count[m] = quotas.min
-            if quotas.over < quotas.expected_over:
-                at_min.append(m)
+    counts, under, at_min = _keep_counts(per_member.tolist(), quotas)
+    keep_count = np.asarray(counts, dtype=np.int64)
     starts = np.cumsum(per_member) - per_member
     kept = (np.arange(len(pid)) - starts[member]) < keep_count[member]
     return (
@@ -161,6 +219,28 @@ def _rack_round_robin(
     return got_pid, got_member, left
 
 
+def _round_robin_small(
+    partitions: int, counts: list[int], under: list[int], at_min: list[int], quotas: _Quotas
+) -> list[int]:
+    """``_round_robin`` on lists: pass k serves the members missing more than k."""
+    missing = [quotas.min - counts[m] for m in under]
+    sequence: list[int] = []
+    reached: list[int] = []
+    for k in range(max(missing, default=0)):
+        for m, short in zip(under, missing, strict=True):
+            if short > k:
+                sequence.append(m)
+                if short == k + 1:
+                    reached.append(m)
+    if partitions <= len(sequence):
+        return sequence[:partitions]
+    queue = at_min + reached
+    extra = partitions - len(sequence)
+    if extra > len(queue):
+        raise RuntimeError("sticky: partitions left over with every member at maxQuota")
+    return sequence + queue[:extra]
+
+
 def _round_robin(
     partitions: int, counts: list[int], under: list[int], at_min: list[int], quotas: _Quotas
 ) -> IntArray:
@@ -195,7 +275,51 @@ def _round_robin(
     return np.concatenate([sequence, queue[:extra]])
 
 
+def _constrained_small(group: StickyGroup) -> ConstrainedResult:
+    """``constrained_assign`` on lists."""
+    n = len(group.member_ids)
+    owner = [-1] * group.total
+    if n == 0:
+        return ConstrainedResult(owner, {})
+    quotas = _Quotas(group.total, n)
+    kept_pid, kept_member, given_up, given_up_by, under, at_min = _kept_owned_small(group, quotas)
+    counts = [0] * n
+    for pid, m in zip(kept_pid, kept_member, strict=True):
+        owner[pid] = m
+        counts[m] += 1
+    unassigned = [pid for pid, m in enumerate(owner) if m < 0]
+    racks = group.racks
+    if racks.rack_consumers is not None and unassigned:
+        per_set, sets = racks.rack_consumers, racks.partition_rack_set
+        unassigned.sort(key=lambda pid: per_set[sets[pid]])
+    rank = group.name_rank
+    under.sort(key=rank.__getitem__)
+    at_min.sort(key=rank.__getitem__)
+    pids: list[int] = []
+    members: list[int] = []
+    if racks.enabled:
+        pids, members, unassigned = _rack_round_robin(
+            group, unassigned, counts, under, at_min, quotas
+        )
+    pids += unassigned
+    members += _round_robin_small(len(unassigned), counts, under, at_min, quotas)
+    for pid, m in zip(pids, members, strict=True):
+        owner[pid] = m
+    # as below (KIP-429)
+    transferring: dict[int, int] = {}
+    tied = group.multiply_claimed
+    if pids and (given_up or tied):
+        previous = dict(zip(given_up, given_up_by, strict=True))
+        for pid, m in zip(pids, members, strict=True):
+            before = previous.get(pid, -1)
+            if (before >= 0 and before != m) or pid in tied:
+                transferring[pid] = m
+    return ConstrainedResult(owner, transferring)
+
+
 def constrained_assign(group: StickyGroup) -> ConstrainedResult:
+    if group.small:
+        return _constrained_small(group)
     n = len(group.member_ids)
     total = group.total
     owner = np.full(total, -1, dtype=np.int64)

@@ -301,9 +301,7 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     racks = group.racks
     member_topics = group.member_topics
     counts = group.partition_counts
-    topic_of: list[int] = []
-    for t, count in enumerate(counts):
-        topic_of.extend([t] * count)
+    topic_of = group.pid_topic
     subscribed = [set(ts) for ts in member_topics]
     topic_subs: list[list[int]] = [[] for _ in group.topics]
     for m, ts in enumerate(member_topics):

@@ -22,9 +22,14 @@ from kstore._java import hash_order, java_sorted, java_string_key, string_hash, 
 from kstore.assignors._claims import Claims, settle_claims
 from kstore.assignors._contract import AssignmentRequest, MemberSubscription
 
-__all__ = ["NO_RACK", "Claims", "RackInfo", "StickyGroup", "build_group"]
+__all__ = ["NO_RACK", "SMALL_GROUP", "Claims", "RackInfo", "StickyGroup", "build_group"]
 
 NO_RACK = -1
+
+SMALL_GROUP = 512
+"""Partitions (and claims) up to which a group's steps run on Python lists: below this a
+numpy call's fixed cost (about a microsecond each) outweighs the Python it replaces. The
+groups kstore replays by the million have a few dozen partitions."""
 
 
 @dataclass
@@ -64,8 +69,19 @@ class StickyGroup:
     multiply_claimed: set[int]
     max_generation: int
     racks: RackInfo
+    small: bool = False
+    """At most ``SMALL_GROUP`` partitions and claims: the steps run on lists."""
     _topic_hashes: list[int] = field(default_factory=list)
     _member_topics: list[list[int]] = field(default_factory=list)
+    _pid_topic: list[int] = field(default_factory=list)
+
+    @property
+    def pid_topic(self) -> list[int]:
+        """Each partition id's topic index (``topic_of`` as a list over all ids)."""
+        if not self._pid_topic and self.total:
+            for t, count in enumerate(self.partition_counts):
+                self._pid_topic += repeat(t, count)
+        return self._pid_topic
 
     @property
     def member_topics(self) -> list[list[int]]:
@@ -218,4 +234,5 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
         multiply_claimed=tied,
         max_generation=max(generation, default=-1),
         racks=_rack_info(request, specs, topics, offsets, total),
+        small=total <= SMALL_GROUP and len(owned.pid) <= SMALL_GROUP,
     )

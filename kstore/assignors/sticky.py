@@ -40,17 +40,17 @@ class StickyAssignor:
 
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         with cyclic_gc_paused():
-            return self._assign(request)
+            return self.answer(request, build_group(request))
 
-    def _assign(self, request: AssignmentRequest) -> AssignmentResult:
-        group = build_group(request)
+    def answer(self, request: AssignmentRequest, group: StickyGroup) -> AssignmentResult:
+        """The answer to ``request``, whose group is ``group`` (``build_group``'s)."""
         warnings: list[str] = []
         owner: IntArray | list[int]
         if group.all_subscriptions_equal:
             constrained = constrained_assign(group)
+            if self.cooperative:
+                constrained.withhold_transfers()
             owner = constrained.owner
-            if self.cooperative and constrained.transferring:
-                owner[np.fromiter(constrained.transferring, dtype=np.int64)] = -1
         else:
             try:
                 general = general_assign(group)
@@ -114,10 +114,34 @@ def _withhold_transfers(group: StickyGroup, owner: list[int]) -> None:
 def _assignment(
     request: AssignmentRequest, group: StickyGroup, owner: IntArray | list[int]
 ) -> Assignment:
-    owner = np.asarray(owner, dtype=np.int64)
+    """Each member's partitions, in (topic, partition) order as Python sorts them."""
+    chunks = _chunks_small(group, owner) if group.small else _chunks_large(group, owner)
     index = {m: i for i, m in enumerate(group.member_ids)}
-    assigned = owner >= 0
-    pids = np.flatnonzero(assigned)
+    in_python_order = group.topics == sorted(group.topics)
+    result: Assignment = {}
+    for member in request.members:
+        chunk = chunks[index[member]]
+        result[member] = chunk if in_python_order else sorted(chunk)
+    return result
+
+
+def _chunks_small(group: StickyGroup, owner: IntArray | list[int]) -> list[list[TopicPartition]]:
+    """Each member's partitions in id order, a Python pass over ``owner``."""
+    chunks: list[list[TopicPartition]] = [[] for _ in group.member_ids]
+    owners = owner.tolist() if isinstance(owner, np.ndarray) else owner
+    for name, offset, count in zip(
+        group.topics, group.offsets, group.partition_counts, strict=True
+    ):
+        for partition, m in enumerate(owners[offset : offset + count]):
+            if m >= 0:
+                chunks[m].append((name, partition))
+    return chunks
+
+
+def _chunks_large(group: StickyGroup, owner: IntArray | list[int]) -> list[list[TopicPartition]]:
+    """``_chunks_small`` for many partitions: a few numpy calls over all of them."""
+    owner = np.asarray(owner, dtype=np.int64)
+    pids = np.flatnonzero(owner >= 0)
     holders = owner[pids]
     order = np.argsort(holders, kind="stable")
     pids = pids[order]
@@ -125,13 +149,7 @@ def _assignment(
     topic, partition = group.split(pids)
     names = np.asarray(group.topics, dtype=object)
     pairs: list[TopicPartition] = list(zip(names[topic].tolist(), partition.tolist(), strict=True))
-    in_python_order = group.topics == sorted(group.topics)
-    result: Assignment = {}
-    for member in request.members:
-        i = index[member]
-        chunk = pairs[bounds[i - 1] if i else 0 : bounds[i]]
-        result[member] = chunk if in_python_order else sorted(chunk)
-    return result
+    return [pairs[bounds[i - 1] if i else 0 : bounds[i]] for i in range(len(bounds))]
 
 
 STICKY = StickyAssignor("sticky", cooperative=False)
