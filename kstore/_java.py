@@ -164,17 +164,26 @@ def hash_order_by(keys: Iterable[K], hashes: Sequence[int] | None, capacity: int
     ``keys`` must be given in insertion order; ``hashes`` are their Java hash codes.
     """
     ks = list(keys)
-    hs = hashes if hashes is not None else [string_hash(k) for k in ks]  # type: ignore[arg-type]
+    if len(ks) < 2:
+        return ks
+    hs = hashes if hashes is not None else _string_hashes(ks)  # type: ignore[arg-type]
     mask = capacity - 1
-    buckets = [spread(h) & mask for h in hs]
+    # spread(h) & mask, inline: the mask keeps the low bits of h as they are in 32 bits
+    buckets = [(h ^ ((h & _MASK32) >> 16)) & mask for h in hs]
     order = sorted(range(len(ks)), key=buckets.__getitem__)  # stable: insertion order kept
     return [ks[i] for i in order]
+
+
+def _string_hashes(keys: Sequence[str]) -> list[int]:
+    """``string_hash`` of each key (the cached ones looked up without a call)."""
+    cache = _string_hash_cache
+    return [cache[k] if k in cache else string_hash(k) for k in keys]
 
 
 def hash_order(keys: Sequence[str], capacity: int | None = None) -> list[str]:
     """Iteration order of a ``HashMap<String, ?>`` filled with ``keys`` in that order."""
     cap = capacity if capacity is not None else table_capacity(len(keys))
-    return hash_order_by(keys, [string_hash(k) for k in keys], cap)
+    return hash_order_by(keys, _string_hashes(keys), cap)
 
 
 def string_order_key(s: str) -> bytes:
@@ -188,7 +197,10 @@ def java_string_key(strings: Iterable[str]) -> Callable[[str], str | bytes]:
     Code point order (Python's) and UTF-16 code unit order (Java's) differ only when a
     character beyond U+FFFF meets one in U+E000..U+FFFF, so plain ``str`` usually does.
     """
-    needs_utf16 = any(not s.isascii() and max(s) > "\uffff" for s in strings)
+    items = strings if isinstance(strings, list) else list(strings)
+    if all(map(str.isascii, items)):
+        return str
+    needs_utf16 = any(not s.isascii() and max(s) > "\uffff" for s in items)
     return string_order_key if needs_utf16 else str
 
 

@@ -137,8 +137,12 @@ def _owned_claims(specs: list[MemberSubscription], offset_of: dict[str, int]) ->
     pid: list[int] = []
     member: list[int] = []
     for m, spec in enumerate(specs):
-        if spec.owned:
-            got = [offset + p for t, p in spec.owned if (offset := offset_of.get(t)) is not None]
+        owned = spec.owned
+        if owned:
+            try:  # usually every owned topic takes part
+                got = [offset_of[t] + p for t, p in owned]
+            except KeyError:
+                got = [offset + p for t, p in owned if (offset := offset_of.get(t)) is not None]
             pid += got
             member += repeat(m, len(got))
     return Claims(pid, member, len(specs))
@@ -152,7 +156,7 @@ def _rack_info(
     total: int,
 ) -> RackInfo:
     no_racks = [NO_RACK] * len(specs)
-    if not any(spec.rack for spec in specs):
+    if not any([spec.rack for spec in specs]):
         return RackInfo(False, no_racks, [frozenset()], [], None)
     rack_ids: dict[str, int] = {}
     consumers_on_rack: dict[int, int] = {}
@@ -203,10 +207,8 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
         name_rank[m] = rank
 
     existing = request.topics
-    subscribed: set[str] = set()
-    for spec in specs:
-        subscribed.update(spec.topics)
-    topics = java_sorted(subscribed.intersection(existing))
+    topic_lists = [spec.topics for spec in specs]
+    topics = java_sorted(existing.keys() & set().union(*topic_lists))
     counts = [existing[t] for t in topics]
     offsets: list[int] = []
     total = 0
@@ -216,7 +218,6 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
     offset_of = dict(zip(topics, offsets, strict=True))
 
     generation = [-1 if spec.generation is None else spec.generation for spec in specs]
-    topic_lists = [spec.topics for spec in specs]
     owned = _owned_claims(specs, offset_of)
     claims, tied = settle_claims(owned, generation)
     return StickyGroup(
