@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, compress, filterfalse, repeat
-from operator import eq, not_
+from operator import attrgetter, eq, not_
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -256,6 +256,8 @@ class Decision:
         return out
 
 
+_TOPICS = attrgetter("topics")
+"""A ``Member``'s topics."""
 _PIECES_FROM = 1024
 """The fewest entries of a decision whose JSON is written in pieces (``data_json``):
 below, pydantic's one call costs less than the pieces' calls."""
@@ -283,7 +285,7 @@ def _flat_ints(parts: Sequence[Sequence[int]]) -> _Ints:
 
 def _code_new(codes: dict[Any, int], values: Iterable[Any]) -> None:
     """``codes`` given each of ``values`` (distinct) it lacks, coded after its own in order."""
-    more = [v for v in values if v not in codes]
+    more = list(filterfalse(codes.__contains__, values))
     codes.update(zip(more, range(len(codes), len(codes) + len(more)), strict=True))
 
 
@@ -409,6 +411,7 @@ class Entries:
         self.decisions = decisions
         sizes = [d.size for d in decisions]
         owners = [len(d.owners) for d in decisions]
+        self.sizes: _Ints = np.array(sizes, dtype=np.int64)
         self.event: _Ints = np.repeat(np.arange(len(decisions), dtype=np.int64), sizes)
         self.first: _Ints = offsets(sizes)
         self.first_owner: _Ints = offsets(owners)
@@ -609,7 +612,8 @@ class _Analytics:
         # Each E's assigned topics (codes into the batch's, ascending) and each entry's
         # place among them: numpy over the batch, no Python per entry.
         width = max(len(entries.topic_names), 1)
-        assigned, assigned_of = _distinct(entries.event * width + entries.topic)
+        each = np.arange(0, len(decisions) * width, width, dtype=np.int64)
+        assigned, assigned_of = _distinct(np.repeat(each, entries.sizes) + entries.topic)
         bounds = np.searchsorted(assigned // width, np.arange(len(decisions) + 1)).tolist()
         assigned_topics = [entries.topic_names[c] for c in (assigned % width).tolist()]
         for index, (d, mcode) in enumerate(zip(decisions, entries.people, strict=True)):
@@ -642,6 +646,7 @@ class _Analytics:
             self._listed("kstore_double_assignments", _doubled(d), doubled)
             self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
         self.widths = widths
+        self._all: _Ints | None = None  # every entry per topic slot (``_of_topics``)
         self.subscribed = subscribed.rows()
         topic = np.array(local_topic, dtype=np.int64)[assigned_of]
         self._counts(widths, people, topic)
@@ -671,14 +676,15 @@ class _Analytics:
         slots = sum(pair_sizes)
         self.people: _Ints = np.array(people, dtype=np.int64)
 
-        # Per entry (a member and partition that some E lists): its slots.
-        event = entries.event
-        self.topic = topic_base[event] + topic
+        # Per entry (a member and partition that some E lists): its slots (an E's
+        # entries are side by side: its values repeated, not gathered by entry).
+        sizes = entries.sizes
+        self.topic = np.repeat(topic_base, sizes) + topic
         owner, prev = entries.local_owner, entries.local_prev
-        self.owner = self.member_base[event] + owner
+        self.owner = np.repeat(self.member_base, sizes) + owner
         self.known = prev >= 0
         self.same = prev == owner
-        pair_of = pair_base[event] + topic * self.people[event]  # + member code
+        pair_of = np.repeat(pair_base, sizes) + topic * np.repeat(self.people, sizes)  # + member
 
         # The (topic, member) pairs of a member at E subscribing to the topic (each
         # once): their slots, and their topic and member slots.
@@ -710,7 +716,13 @@ class _Analytics:
         return Listed(rows.of[kept], columns, rows.through)
 
     def _of_topics(self, mask: _Bools) -> _Ints:
-        return np.bincount(self.topic[mask], minlength=self.topics)
+        """Per topic slot, its entries of ``mask``: those left out counted where they are
+        fewer (a mask of most entries is not copied out)."""
+        if 2 * np.count_nonzero(mask) <= len(mask):
+            return np.bincount(self.topic[mask], minlength=self.topics)
+        if self._all is None:
+            self._all = np.bincount(self.topic, minlength=self.topics)
+        return self._all - np.bincount(self.topic[~mask], minlength=self.topics)
 
     def tables(self) -> dict[str, pa.Table]:
         out = {
@@ -819,7 +831,7 @@ class _Subscribed:
 
     def read(self, members: Mapping[str, Member]) -> list[int]:
         """Each member's subscription."""
-        kinds = [member.topics for member in members.values()]
+        kinds = list(map(_TOPICS, members.values()))
         for kind in dict.fromkeys(kinds):
             if kind not in self.found:
                 self.found[kind] = len(self.topics)
