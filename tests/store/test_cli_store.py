@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -235,6 +236,32 @@ def test_a_blas_thread_limit_given_is_kept(monkeypatch: pytest.MonkeyPatch) -> N
     with one_blas_thread():
         assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
     assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+def test_a_command_makes_only_its_own_parser(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # typer read every command's signature and annotations as it started, 20 ms of a
+    # small append's start-up; help and usage errors still see every command.
+    import typer.main
+
+    read: list[str] = []
+    real = typer.main.get_params_from_function
+
+    def reading(function: Any) -> Any:
+        read.append(function.__name__)
+        return real(function)
+
+    monkeypatch.setattr(typer.main, "get_params_from_function", reading)
+    code, out, _ = run(capsys, monkeypatch, "partition", "--key", "k", "--partitions", "3")
+    assert code == 0 and out.splitlines()[0].isdigit()
+    assert set(read) == {"_global", "partition_cmd"}
+    read.clear()
+    code, out, _ = run(capsys, monkeypatch, "--help")
+    assert code == 0 and "append" in out and "partition" in out
+    assert {"append_cmd", "partition_cmd", "replay_cmd"} <= set(read)
+    code, _, err = run(capsys, monkeypatch, "--store", "x.duckdb", "appendd", "-")
+    assert code == 2 and "No such command 'appendd'" in err
 
 
 def run_process(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
