@@ -84,3 +84,22 @@ def test_construct_falls_back_where_a_field_is_missing_or_unknown() -> None:
     assert _parts(construct(MemberLeft, member_id="m", reason="leave", other=1)) == _parts(
         MemberLeft.model_construct(member_id="m", reason="leave", other=1)
     )
+
+
+def test_a_trusted_stamp_is_model_construct() -> None:
+    from kstore.model.events import StreamId
+    from kstore.model.ids import event_id
+    from kstore.store.writer import stamp
+
+    data = MemberLeft(member_id="m", reason="leave")
+    made = stamp(StreamId("c", "g", "t"), AT, data, "c/g/t", 3, trusted=True)
+    values = {
+        "event_id": event_id("c/g/t", 3),
+        "cluster": "c",
+        "group": "g",
+        "timeline": "t",
+        "at": AT,
+        "data": data,
+    }
+    assert _parts(made) == _parts(Event.model_construct(**values))
+    assert made == stamp(StreamId("c", "g", "t"), AT, data, "c/g/t", 3)

@@ -46,7 +46,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from kstore.model._construct import construct
+from kstore.model._construct import instance
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -176,7 +176,8 @@ def stamp(
         "at": at,
         "data": data,
     }
-    return construct(Event, **fields) if trusted else Event(**fields)
+    # Every field given, in the model's order: ``construct``'s template adds nothing.
+    return instance(Event, fields, set(fields)) if trusted else Event(**fields)
 
 
 class Writer:
