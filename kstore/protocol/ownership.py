@@ -121,7 +121,8 @@ class OwnershipLedger:
     ) -> None:
         """Each ``(member, partitions)`` in turn: ``member`` now holds ``partitions``."""
         # Every rebalance passes each partition through here: locals, no calls per
-        # partition but to grow a row, the row looked up again only at another topic.
+        # partition but to grow a row, the row looked up again only at another topic
+        # (partition numbers are never negative).
         rows, live = self.rows, self.live
         total, longest, moves = self.unowned_ms, self.longest_unowned_ms, self.moves
         topic: str | None = None
@@ -135,9 +136,10 @@ class OwnershipLedger:
             for t, p in tps:
                 if t is not topic:
                     topic, row = t, rows.get(t) or self._row(t, p)
-                if p >= len(row):
-                    row = self._row(t, p)
-                current = row[p]
+                try:
+                    current = row[p]
+                except IndexError:  # a partition no row holds yet (never added)
+                    row, current = self._row(t, p), None
                 if current is not None:
                     since = current[1]
                     if since is None:
