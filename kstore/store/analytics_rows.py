@@ -220,11 +220,19 @@ class Decision:
 
     def data_json(self) -> str:
         """E's data as the log stores it: pydantic's JSON, None fields left out. A big E
-        that repeats lists of ``previous`` is written in pieces, a member's list each
-        (as pydantic writes it), those it repeats taken from ``previous``'s text (a
-        sticky decision's JSON is then a tenth of its cost)."""
+        whose entries are mostly in lists it repeats from ``previous`` is written in
+        pieces, a member's list each (as pydantic writes it), those it repeats taken
+        from ``previous``'s text (a sticky decision's JSON is then a tenth of its
+        cost)."""
         before = self.previous
-        if before is None or self.repeated is None or self.size < _PIECES_FROM:
+        if (
+            before is None
+            or self.repeated is None
+            or self.size < _PIECES_FROM
+            # A list written anew in pieces costs about twice its part of one call:
+            # worth it where most entries are in lists taken as they are.
+            or 2 * sum(compress(self.counts, self.repeated)) < self.size
+        ):
             return self.data.model_dump_json(exclude_none=True)
         theirs, people = before.pieces(), before.people
         self._pieces = [
