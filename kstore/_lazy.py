@@ -45,9 +45,9 @@ def without_pandas() -> Iterator[None]:
 
     pyarrow and DuckDB import pandas (when installed) on their first use, to tell
     DataFrames from other input: a third of a second, as much as the rest of a
-    command's start-up. kstore hands them no DataFrame, so the store's own commands
-    (``init``, ``append``, ``rebuild``) say first that there is none. After the block
-    pandas imports again (pyarrow's conversions to pandas retry it).
+    command's start-up. kstore hands them no DataFrame, so every command but Spark's
+    says first that there is none (``cli.main``). After the block pandas imports again
+    (pyarrow's conversions to pandas retry it).
     """
     hide = "pandas" not in sys.modules and _PandasAbsent not in sys.meta_path
     if hide:

@@ -6,6 +6,7 @@ import copy
 import os
 import signal
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -113,8 +114,7 @@ def init_cmd() -> None:
     """Create the store, or upgrade it to the newest schema."""
     from kstore.commands.store import init_store
 
-    with without_pandas():
-        init_store(ctx_state.store)
+    init_store(ctx_state.store)
 
 
 @app.command("append")
@@ -122,7 +122,7 @@ def append_cmd(
     file: Annotated[str, typer.Argument(help="Events as JSON Lines, or - for stdin.")] = "-",
 ) -> None:
     """Append events (docs/spec/events.md); a malformed line stores nothing."""
-    with without_pandas(), one_blas_thread(), uncollected_to_exit():
+    with one_blas_thread(), uncollected_to_exit():
         from kstore.commands.store import append_events
 
         append_events(ctx_state.store, file)
@@ -195,8 +195,7 @@ def rebuild_cmd() -> None:
     """Drop and rebuild every projection and snapshot from the log."""
     from kstore.commands.store import rebuild_store
 
-    with without_pandas():
-        rebuild_store(ctx_state.store)
+    rebuild_store(ctx_state.store)
 
 
 # --- simulation (kstore/simulate) ------------------------------------------------------
@@ -650,16 +649,20 @@ def store_first(args: list[str]) -> list[str]:
     return store + rest
 
 
-def _app_for(args: list[str]) -> typer.Typer:
-    """``app`` with only the command (or group) that ``args`` (as ``store_first`` gives
-    them) run: typer makes the parser of every command an app has as it starts, reading
-    each one's signature and annotations, 20 ms of CPU for the one that runs (about 2% of
-    a small ``kstore append``). ``app`` itself when they name none of its own (no
-    command, ``--help``, an unknown one), so that help and usage errors are as before."""
+def _command(args: list[str]) -> str | None:
+    """The command (or group) ``args``, as ``store_first`` gives them, name first."""
     rest = args[2:] if args[:1] == ["--store"] else args
     if rest[:1] and rest[0].startswith("--store="):
         rest = rest[1:]
-    name = rest[0] if rest else None
+    return rest[0] if rest else None
+
+
+def _app_for(name: str | None) -> typer.Typer:
+    """``app`` with only the command (or group) ``name``: typer makes the parser of every
+    command an app has as it starts, reading each one's signature and annotations, 20 ms
+    of CPU for the one that runs (about 2% of a small ``kstore append``). ``app`` itself
+    when that is none of its own (no command, ``--help``, an unknown one), so that help
+    and usage errors are as before."""
     commands = [info for info in app.registered_commands if info.name == name]
     groups = [info for info in app.registered_groups if info.name == name]
     if not commands and not groups:
@@ -667,6 +670,12 @@ def _app_for(args: list[str]) -> typer.Typer:
     one = copy.copy(app)
     one.registered_commands, one.registered_groups = commands, groups
     return one
+
+
+_WITH_PANDAS = frozenset({"spark"})
+"""The commands that hand pandas data to a library (PySpark's Arrow conversions); every
+other one runs ``without_pandas``: DuckDB's first query with parameters imported it, a
+quarter of a second of every command's start-up."""
 
 
 def main() -> None:
@@ -682,8 +691,10 @@ def main() -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupt)
     args = store_first(sys.argv[1:])
+    name = _command(args)
     try:
-        result = _app_for(args)(args=args, standalone_mode=False)
+        with nullcontext() if name in _WITH_PANDAS else without_pandas():
+            result = _app_for(name)(args=args, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
