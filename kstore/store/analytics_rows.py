@@ -161,8 +161,7 @@ class Decision:
             return
         self._read_previous(list(map(last_owner.get, self.tps)))
         if len(set(self.tps)) == len(self.tps):
-            for member, given in zip(self.owners, lists, strict=True):
-                last_owner.update(dict.fromkeys(given, member))
+            _give(last_owner, self.tps, self.owners, self.counts)
             return
         members = self.member_of_entries()
         holders: dict[TopicPartition, set[str]] = {}
@@ -199,9 +198,8 @@ class Decision:
             return False
         self._read_previous(found)
         self.repeated = same
-        for member, given, repeated in zip(self.owners, lists, same, strict=True):
-            if not repeated:
-                last_owner.update(dict.fromkeys(given, member))
+        others = compress(self.owners, map(not_, same))
+        _give(last_owner, looked, others, map(len, other))
         return True
 
     def _read_previous(self, found: list[str | None]) -> None:
@@ -262,6 +260,18 @@ class Decision:
             out.append(listed)
             seen[pair] = listed + 1
         return out
+
+
+def _give(
+    last_owner: dict[TopicPartition, str],
+    tps: Iterable[TopicPartition],
+    members: Iterable[str],
+    counts: Iterable[int],
+) -> None:
+    """``last_owner`` of each of ``tps`` (distinct), the entries of lists of ``counts``
+    one after the other, set to its list's member of ``members``: maps, no Python per
+    list (a decision has as many lists as members)."""
+    last_owner.update(zip(tps, chain.from_iterable(map(repeat, members, counts)), strict=True))
 
 
 _TOPICS = attrgetter("topics")
