@@ -154,3 +154,31 @@ def test_appending_apart_stores_what_appending_in_process_does(
             store.query(f"SELECT * FROM {name} ORDER BY ALL").rows for name in names
         ]
     assert tables["1"] == tables["0"]
+
+
+def test_appending_apart_is_decided_by_the_idle_time_of_the_first_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The minute's load average decided alone: a run started after another command
+    # appended in its own process on an idle machine (13-14 s instead of 10).
+    from kstore.simulate import runner
+
+    monkeypatch.delenv("KSTORE_APPEND_APART", raising=False)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    now = (150, 200)  # idle, total ticks since the run's start: 1.5 of 2 cores idle
+    monkeypatch.setattr(runner, "_cpu_times", lambda: now)
+    monkeypatch.setattr(runner.os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    assert runner._core_free((0, 0))
+    now = (40, 200)  # 0.4 of a core idle: another process has the other core
+    monkeypatch.setattr(runner.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert not runner._core_free((0, 0))
+    # Where /proc/stat cannot be read, the load average a core below the count.
+    assert runner._core_free(None)
+    monkeypatch.setattr(runner.os, "getloadavg", lambda: (1.5, 1.5, 1.5))
+    assert not runner._core_free(None)
+    # The real /proc/stat (Linux): ticks that only grow.
+    monkeypatch.undo()
+    first = runner._cpu_times()
+    second = runner._cpu_times()
+    if first is not None and second is not None:
+        assert second[0] >= first[0] and second[1] >= first[1] > first[0]
