@@ -66,7 +66,8 @@ def one_blas_thread() -> Iterator[None]:
 
     OpenBLAS starts a thread per core as numpy loads it, and each spins a while waiting
     for work: 35-40 ms of CPU (``blas_thread_server``) in every process, about 3% of a
-    13,000-event ``kstore append``, taken from whatever else runs on the machine.
+    13,000-event ``kstore append``, taken from whatever else runs on the machine
+    (``cli.main`` runs every command within the block).
     kstore does no linear algebra. The variable is read as the library loads: the
     environment is as before after the block.
     """

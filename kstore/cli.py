@@ -122,7 +122,7 @@ def append_cmd(
     file: Annotated[str, typer.Argument(help="Events as JSON Lines, or - for stdin.")] = "-",
 ) -> None:
     """Append events (docs/spec/events.md); a malformed line stores nothing."""
-    with one_blas_thread(), uncollected_to_exit():
+    with uncollected_to_exit():
         from kstore.commands.store import append_events
 
         append_events(ctx_state.store, file)
@@ -693,7 +693,7 @@ def main() -> None:
     args = store_first(sys.argv[1:])
     name = _command(args)
     try:
-        with nullcontext() if name in _WITH_PANDAS else without_pandas():
+        with one_blas_thread(), nullcontext() if name in _WITH_PANDAS else without_pandas():
             result = _app_for(name)(args=args, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
