@@ -166,11 +166,14 @@ def replay_group(
             f"{done.stream.timeline!r}; resume with: {again}"
         )
     rate = done.rebalances / done.seconds if done.seconds else 0.0
-    resumed = f" after {done.resumed} stored already" if done.resumed else ""
+    resumed = f" after {done.resumed:,} stored already" if done.resumed else ""
+    # The bar's count (source events) first; the replay's own events are more when it
+    # adds follow-up rounds, and are named so (a trial read one as the other).
     print(
         f"replayed {cluster}/{group}/{source} with {strategy} into timeline "
-        f"{done.stream.timeline!r}: this run {done.events} events{resumed}, "
-        f"{done.rebalances} rebalances ({done.follow_ups} follow-up rounds), "
+        f"{done.stream.timeline!r}: {read[0]:,} source events; this run "
+        f"{done.events:,} replay events{resumed}, "
+        f"{done.rebalances:,} rebalances ({done.follow_ups:,} follow-up rounds), "
         f"{rate:.1f} rebalances/s (assignor {done.assignor_seconds:.3f} s, store "
         f"{done.store_seconds:.3f} s of {done.seconds:.3f} s)"
     )

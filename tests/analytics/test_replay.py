@@ -272,7 +272,7 @@ def test_a_killed_replay_process_resumes_to_the_straight_one(tmp_path: Path) -> 
     resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
     assert (
-        f"this run {len(expected) - at_kill} events after {at_kill} stored already"
+        f"this run {len(expected) - at_kill:,} replay events after {at_kill:,} stored already"
         in resumed.stdout
     )
     got = _timeline(store, stream)
