@@ -103,3 +103,20 @@ def test_a_trusted_stamp_is_model_construct() -> None:
     }
     assert _parts(made) == _parts(Event.model_construct(**values))
     assert made == stamp(StreamId("c", "g", "t"), AT, data, "c/g/t", 3)
+
+
+def test_one_fields_set_for_every_field_given_is_never_changed() -> None:
+    from kstore.model._construct import every_field, instance
+
+    every = every_field(MemberSubscription)
+    assert every is every_field(MemberSubscription)
+    values = {"topics": ["t"], "owned": [("t", 0)], "generation": 1, "rack": None}
+    values["instance_id"] = None
+    made = instance(MemberSubscription, dict(values), every)
+    assert _parts(made) == _parts(MemberSubscription.model_construct(**values))
+    # A copy with a change gets a set of its own; the frozen original cannot be set.
+    changed = made.model_copy(update={"generation": 2})
+    assert changed.model_fields_set is not every
+    with pytest.raises(ValueError):
+        made.generation = 3  # type: ignore[misc]
+    assert every == set(MemberSubscription.model_fields)

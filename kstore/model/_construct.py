@@ -9,11 +9,12 @@ fields given, so it is equal to, dumps and compares as ``model_construct``'s.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["construct", "instance"]
+__all__ = ["construct", "every_field", "instance"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -90,3 +91,14 @@ def instance(cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
     _set_extra(model, None)
     _set_private(model, None)
     return model
+
+
+@functools.cache
+def every_field(cls: type[BaseModel]) -> set[str]:
+    """The fields set of a ``cls`` made with every field given, one set for all of them
+    (no set made per instance): pydantic only ever adds a field's name to a model's set
+    (and copies it before a ``model_copy`` changes it), and this one names them all. Not
+    for a model that allows extra fields: setting one would add its name to every
+    instance's set."""
+    assert cls.model_config.get("extra") != "allow", cls
+    return set(cls.__pydantic_fields__)

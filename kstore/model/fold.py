@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from kstore.model._construct import construct, instance
+from kstore.model._construct import construct, every_field, instance
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -166,10 +166,28 @@ class GroupState:
         self.version += 1
         self.at = event.at
         data = event.data
-        # By the data's exact class, the commonest first: a class pattern (``match``) or
-        # ``isinstance`` asks pydantic's metaclass, 0.2-0.3 us a class tried (an
-        # ``AssignmentCompleted`` was the eighth: 2.5 us of every decision's fold).
-        if type(data) is AssignmentCompleted:
+        # By the data's exact class, the commonest first (a scaled group's joins and
+        # leaves, fifty a decision): a class pattern (``match``) or ``isinstance`` asks
+        # pydantic's metaclass, 0.2-0.3 us a class tried (an ``AssignmentCompleted`` was
+        # the eighth: 2.5 us of every decision's fold).
+        if type(data) is MemberJoined:
+            self.members[data.member_id] = Member(  # positional: a third less than by name
+                tuple(data.topics),
+                data.instance_id,
+                data.client_id,
+                data.host,
+                data.rack,
+                tuple(data.protocols) if data.protocols is not None else None,
+                data.session_timeout_ms,
+                data.rebalance_timeout_ms,
+            )
+            if self.requesting is not None:
+                self._request_member(data.member_id)
+        elif type(data) is MemberLeft:
+            self.members.pop(data.member_id, None)
+            if self.requesting is not None:
+                self.requesting.pop(data.member_id, None)
+        elif type(data) is AssignmentCompleted:
             if self.applied is not None:
                 # ``assignment`` is only ever replaced, the other two change in place.
                 self.applied.append(
@@ -195,23 +213,6 @@ class GroupState:
                 self._request_owned()
         elif type(data) is RebalanceStarted:
             self.rebalance = Rebalance(data.generation, data.reason, event.at)
-        elif type(data) is MemberJoined:
-            self.members[data.member_id] = Member(
-                topics=tuple(data.topics),
-                instance_id=data.instance_id,
-                client_id=data.client_id,
-                host=data.host,
-                rack=data.rack,
-                protocols=tuple(data.protocols) if data.protocols is not None else None,
-                session_timeout_ms=data.session_timeout_ms,
-                rebalance_timeout_ms=data.rebalance_timeout_ms,
-            )
-            if self.requesting is not None:
-                self._request_member(data.member_id)
-        elif type(data) is MemberLeft:
-            self.members.pop(data.member_id, None)
-            if self.requesting is not None:
-                self.requesting.pop(data.member_id, None)
         elif type(data) is TopicChanged:
             self.topics[data.topic] = data.partitions
             if data.racks is None:
@@ -355,13 +356,12 @@ class GroupState:
 
     def _request_member(self, member_id: str) -> None:
         """Make ``member_id``'s subscription in ``requesting`` anew (its place kept)."""
-        from kstore.assignors._contract import MemberSubscription
-
         assert self.requesting is not None
         member = self.members[member_id]
         owned = self.assignment.get(member_id)
+        subscription, every = _subscription()
         self.requesting[member_id] = instance(
-            MemberSubscription,
+            subscription,
             {
                 "topics": list(member.topics),
                 "owned": list(owned) if owned is not None else [],
@@ -371,7 +371,7 @@ class GroupState:
                 "rack": member.rack,
                 "instance_id": member.instance_id,
             },
-            _all_fields(),
+            every,
         )
 
     def _request_owned(self) -> None:
@@ -466,17 +466,15 @@ def _read_shares(raw: dict[str, list[list[Any]]]) -> dict[str, tuple[TopicPartit
 
 
 @functools.cache
-def _all_fields() -> set[str]:
-    """For ``MemberSubscription.model_construct`` with every field given, at a quarter
-    of its cost: a request once built one per member, and ``model_construct``'s per-field
-    defaults and aliases were most of a simulation's time. Every subscription shares one
-    set of field names: it names all fields, so pydantic (which only ever adds to it,
-    and copies it before a ``model_copy``) never changes it. The assignors' contract is
-    imported on first use: a fold that makes no request (``kstore append``) does without
-    its models (0.035 CPU s of every process's start-up)."""
+def _subscription() -> tuple[type[MemberSubscription], set[str]]:
+    """The assignors' subscription model, and the fields set of one made with every field
+    (a request once built one per member: ``model_construct``'s per-field defaults and
+    aliases were most of a simulation's time). The assignors' contract is imported on
+    first use: a fold that makes no request (``kstore append``) does without its models
+    (0.035 CPU s of every process's start-up)."""
     from kstore.assignors._contract import MemberSubscription
 
-    return set(MemberSubscription.model_fields)
+    return MemberSubscription, every_field(MemberSubscription)
 
 
 def fold(events: Iterable[Event], start: GroupState | None = None) -> GroupState:

@@ -46,7 +46,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from kstore.model._construct import instance
+from kstore.model._construct import every_field, instance
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -165,11 +165,10 @@ def stamp(
     """A new event of ``stream``, its id ``event_id(*name)`` (``content``: the data's
     digest appended to the last name, as ``name/digest``). ``trusted``: built from values
     the producer made itself, not validated again (a hot path)."""
-    parts = list(name)
     if content:
-        parts[-1] = f"{parts[-1]}/{content_digest(data)}"
+        name = (*name[:-1], f"{name[-1]}/{content_digest(data)}")
     fields: dict[str, Any] = {
-        "event_id": event_id(*parts),
+        "event_id": event_id(*name),
         "cluster": stream.cluster,
         "group": stream.group,
         "timeline": stream.timeline,
@@ -177,7 +176,7 @@ def stamp(
         "data": data,
     }
     # Every field given, in the model's order: ``construct``'s template adds nothing.
-    return instance(Event, fields, set(fields)) if trusted else Event(**fields)
+    return instance(Event, fields, every_field(Event)) if trusted else Event(**fields)
 
 
 class Writer:
