@@ -4,8 +4,9 @@ A report is bounded whatever the history: time is cut into at most ``BUCKETS`` b
 (rates per bucket, zoomable with a range slider), the ownership view shows at most
 ``OWNERSHIP_PARTITIONS`` partitions by ``OWNERSHIP_COLUMNS`` time columns and at most
 ``MOVE_MARKERS`` moves, reasons are grouped by kind, lists are cut to their first rows
-(saying how many there are). plotly.js travels gzipped inside the page (the browser's
-DecompressionStream unpacks it), so the page opens offline and stays small.
+(saying how many there are). plotly.js and the figures travel gzipped inside the page
+(the browser's DecompressionStream unpacks them), so the page opens offline and stays
+small.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import gzip
 import hashlib
 import html
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import cache
+from itertools import groupby, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -108,23 +111,30 @@ def _table(result: Result, limit: int | None = None) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
+def _packed(text: str) -> str:
+    """``text`` gzipped, in base64: what the page's ``kstoreUnpack`` reads back."""
+    return base64.b64encode(gzip.compress(text.encode(), 9, mtime=0)).decode()
+
+
 @cache
 def _plotly_gzip() -> str:
     from plotly.offline import get_plotlyjs
 
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
+    return _packed(get_plotlyjs())
 
 
 _LOADER = """
-async function kstoreDraw() {
-  const packed = document.getElementById('plotly-gz').textContent;
+async function kstoreUnpack(id) {
+  const packed = document.getElementById(id).textContent;
   const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-  const code = await new Response(stream).text();
+  return await new Response(stream).text();
+}
+async function kstoreDraw() {
   const tag = document.createElement('script');
-  tag.textContent = code;
+  tag.textContent = await kstoreUnpack('plotly-gz');
   document.head.appendChild(tag);
-  const figures = JSON.parse(document.getElementById('figures').textContent);
+  const figures = JSON.parse(await kstoreUnpack('figures-gz'));
   for (const f of figures) {
     for (const trace of f.figure.data) {
       if (trace.meta && trace.meta.names) {  // owners named from codes, in the browser
@@ -151,17 +161,21 @@ _STYLE = (
 
 
 def _page(title: str, sections: list[str], figures: list[tuple[str, Any]]) -> str:
-    data = json.dumps(
-        [{"id": ident, "figure": json.loads(fig.to_json())} for ident, fig in figures],
-        separators=(",", ":"),
-    ).replace("</", "<\\/")
+    # The figures travel gzipped too: an ownership view's cells are long runs of one
+    # owner (1.25 MB of JSON for two became 0.31 MB).
+    data = _packed(
+        json.dumps(
+            [{"id": ident, "figure": json.loads(fig.to_json())} for ident, fig in figures],
+            separators=(",", ":"),
+        )
+    )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body data-drawn='0'><h1>{html.escape(title)}</h1>"
         + "".join(sections)
         + f"<script id='plotly-gz' type='application/octet-stream'>{_plotly_gzip()}</script>"
-        + f"<script id='figures' type='application/json'>{data}</script>"
+        + f"<script id='figures-gz' type='application/octet-stream'>{data}</script>"
         + f"<script>{_LOADER}</script></body></html>"
     )
 
@@ -189,7 +203,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         vertical_spacing=0.06,
         subplot_titles=(
             f"rebalances per {step}",
-            f"partitions moved per {step}",
+            f"partitions moved per {step} (log scale)",
             "average imbalance (max - min load)",
         ),
     )
@@ -200,8 +214,11 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     width = bucket_ms * 0.8 / max(1, len(timelines))
     for index, timeline in enumerate(timelines):
         placed = {"width": width, "offset": bucket_ms * 0.1 + index * width}
-        # One colour per timeline in all three plots (the legend is the first plot's).
+        # One colour per timeline in all three plots (the legend is the first plot's);
+        # the first line widest: where timelines are equal (the imbalance of a replay and
+        # its source often is), each shows as a rim around the next.
         colour = palette[index % len(palette)]
+        line = {"color": colour, "width": 1.5 + len(timelines) - 1 - index}
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
         for row in metrics:
             if row["timeline"] == timeline:
@@ -224,15 +241,20 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             row=1,
             col=1,
         )
+        # Moves span orders of magnitude (a sticky replay ~15 per bucket beside its
+        # source's ~1,000): a line per timeline on a log scale, a marker at each bucket
+        # (a lone one between gaps is seen); no move is a gap (log 0 is no number).
         figure.add_trace(
-            go.Bar(
-                x=x,
-                y=[sums[b][1] for b in x],
-                **placed,
+            go.Scatter(
+                x=[b + step / 2 for b in x],
+                y=[sums[b][1] or None for b in x],
+                mode="lines+markers",
+                marker={"size": 4 if len(x) > _MARKED else 7},
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,
-                marker_color=colour,
+                line=line,
+                hovertemplate="%{y:,} moved<extra>%{fullData.name}</extra>",
             ),
             row=2,
             col=1,
@@ -246,12 +268,21 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,
-                line_color=colour,
+                line=line,
             ),
             row=3,
             col=1,
         )
     figure.update_layout(height=720, barmode="group", title="Rates per time bucket (drag to zoom)")
+    figure.update_yaxes(
+        type="log",
+        title_text="moved (log)",
+        dtick=1,  # 1, 10, 100, 1,000: no 2 and 5 between
+        exponentformat="none",
+        separatethousands=True,
+        row=2,
+        col=1,
+    )
     figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
     # a bucket's width either side, so that one bucket alone is not stretched edge to edge
     figure.update_xaxes(range=[start - step, _floor(end, start, step) + 2 * step])
@@ -278,67 +309,133 @@ def _reasons(rows: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any,
     return figure, top
 
 
+def _owners(
+    store: Store, group: str, cluster: str, timeline: str
+) -> tuple[list[tuple[int, datetime, str, int, str | None]], list[tuple[int, datetime]], int]:
+    """The first ``OWNERSHIP_PARTITIONS`` partitions' owners (the least member listing
+    it; None: nobody) at the timeline's first rebalance and at each rebalance where that
+    changes, in (version, topic, partition) order; the rebalances (version, at); and how
+    many partitions the timeline assigned.
+
+    From ``kstore_assignment_spans``, the runs the store keeps: a row per change, where
+    ``kstore_assignments`` (the view over them) gave a row per rebalance and partition
+    (532,400 for 2,662 rebalances of 200 partitions) to be folded in Python."""
+    where = "cluster = ? AND group_id = ? AND timeline = ?"
+    key = [cluster, group, timeline]
+    versions = run_sql(
+        store,
+        f'SELECT version, "at", (SELECT count(DISTINCT (topic, "partition")) '
+        f"FROM kstore_assignment_spans WHERE {where}) "
+        f"FROM kstore_rebalances WHERE {where} ORDER BY version",
+        key + key,
+    ).rows
+    spans = run_sql(
+        store,
+        f'WITH shown AS (SELECT DISTINCT topic, "partition" FROM kstore_assignment_spans '
+        f'WHERE {where} ORDER BY topic, "partition" LIMIT {OWNERSHIP_PARTITIONS}) '
+        'SELECT s.topic, s."partition", s.member, s.from_version, s.to_version '
+        "FROM kstore_assignment_spans s SEMI JOIN shown w "
+        'ON s.topic = w.topic AND s."partition" = w."partition" '
+        f"WHERE s.{where.replace(' AND ', ' AND s.')} "
+        'ORDER BY s.topic, s."partition", s.from_version, s.member',
+        key + key,
+    ).rows
+    if not versions or not spans:
+        return [], [], 0 if not versions else int(versions[0][2])
+    at_of = {int(v): at for v, at, _ in versions}
+    first = int(versions[0][0])
+    found: list[tuple[int, datetime, str, int, str | None]] = []
+    for (topic, partition), listed in groupby(spans, key=lambda span: (span[0], span[1])):
+        # a span is [from_version, to_version) of the rebalances, as the view reads it:
+        # one that ends at no rebalance holds on, one that starts at none is not read
+        runs = [
+            (since, until if until in at_of else None, member)
+            for _, _, member, since, until in listed
+            if since in at_of
+        ]
+        owner: str | None = None
+        for version, now in _owner_changes(runs, first):
+            if version == first or now != owner:
+                found.append((version, at_of[version], topic, partition, now))
+                owner = now
+    found.sort()  # by version (and its time), topic, partition: one row for each
+    return found, [(int(v), at) for v, at, _ in versions], int(versions[0][2])
+
+
+def _owner_changes(
+    runs: list[tuple[int, int | None, str]], first: int
+) -> list[tuple[int, str | None]]:
+    """A partition's owner (the least member listing it; None: nobody) at ``first``
+    and at each version where who lists it may change, from its runs (from_version,
+    to_version or None, member) in from_version order."""
+    points: list[tuple[int, str | None]] = [] if runs and runs[0][0] == first else [(first, None)]
+    if all(
+        until is not None and until <= since for (_, until, _), (since, _, _) in pairwise(runs)
+    ):  # one member at a time (the rule): each run, and nobody in the gaps
+        for i, (since, until, member) in enumerate(runs):
+            points.append((since, member))
+            if until is not None and (i + 1 == len(runs) or runs[i + 1][0] != until):
+                points.append((until, None))
+        return points
+    steps = sorted(
+        [(since, 1, member) for since, _, member in runs]
+        + [(until, -1, member) for _, until, member in runs if until is not None]
+    )
+    held: Counter[str] = Counter()
+    for i, (version, step, member) in enumerate(steps):
+        held[member] += step
+        if not held[member]:
+            del held[member]
+        if i + 1 == len(steps) or steps[i + 1][0] != version:
+            points.append((version, min(held, default=None)))
+    return points
+
+
 def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[Any, str]:
     """Partition by time, coloured by owner (named on hover and in the colour bar),
     black where nobody owns it, an x where it moved."""
     import plotly.graph_objects as go
 
-    key = [cluster, group, timeline]
-    total = run_sql(
-        store,
-        'SELECT count(DISTINCT (topic, "partition")) FROM kstore_assignments '
-        "WHERE cluster = ? AND group_id = ? AND timeline = ?",
-        key,
-    ).rows[0][0]
-    found = run_sql(
-        store,
-        'WITH shown AS (SELECT DISTINCT topic, "partition" FROM kstore_assignments '
-        "WHERE cluster = ? AND group_id = ? AND timeline = ? "
-        f'ORDER BY topic, "partition" LIMIT {OWNERSHIP_PARTITIONS}) '
-        'SELECT r.version, r."at", s.topic, s."partition", '
-        "(SELECT min(a.member) FROM kstore_assignments a WHERE a.cluster = r.cluster "
-        "AND a.group_id = r.group_id AND a.timeline = r.timeline AND a.version = r.version "
-        'AND a.topic = s.topic AND a."partition" = s."partition") AS owner '
-        "FROM kstore_rebalances r, shown s "
-        "WHERE r.cluster = ? AND r.group_id = ? AND r.timeline = ? "
-        'ORDER BY r.version, s.topic, s."partition"',
-        key + key,
-    ).rows
+    found, moments, total = _owners(store, group, cluster, timeline)
     partitions = sorted({(t, p) for _, _, t, p, _ in found})
     row_of = {tp: i for i, tp in enumerate(partitions)}
-    moments = sorted({(v, at) for v, at, _, _, _ in found})
-    if not moments:
+    if not found:
         return None, "no assignment"
     start, end = moments[0][1], moments[-1][1]
     columns = min(OWNERSHIP_COLUMNS, max(50, 4 * len(moments)))
     width = max(end - start, timedelta(seconds=1)) / columns
     edges = [start + width * i for i in range(columns)]
     # Per cell, the state held longest in the column's time: an owner, or unowned (-1).
-    # The last rebalance's state holds for one column's time after it.
-    time_in: list[list[dict[int, float]]] = [
-        [defaultdict(float) for _ in range(columns)] for _ in partitions
+    # The last rebalance's state holds for one column's time after it. Times are whole
+    # microseconds from the start (exact: a run of rebalances that leave a partition
+    # with its owner adds up as one span).
+    us = timedelta(microseconds=1)
+    column_us = width // us
+    time_in: list[list[dict[int, int]]] = [
+        [defaultdict(int) for _ in range(columns)] for _ in partitions
     ]
     members: dict[str, int] = {}
-    current: dict[tuple[str, int], tuple[datetime, int]] = {}
+    current: dict[tuple[str, int], tuple[int, int]] = {}
     last: dict[tuple[str, int], str] = {}
     moves_x: list[datetime] = []
     moves_y: list[str] = []
 
-    def spend(tp: tuple[str, int], until: datetime) -> None:
+    def spend(tp: tuple[str, int], until: int) -> None:
         since, code = current[tp]
         cells = time_in[row_of[tp]]
         while since < until:
-            c = min(columns - 1, int((since - start) / width))
-            stop = min(until, start + width * (c + 1)) if c < columns - 1 else until
-            cells[c][code] += max((stop - since).total_seconds(), 1e-6)
+            c = min(columns - 1, since // column_us)
+            stop = min(until, column_us * (c + 1)) if c < columns - 1 else until
+            cells[c][code] += stop - since
             since = stop
 
     for _, at, topic, partition, owner in found:
         tp = (topic, partition)
+        offset = (at - start) // us
         if tp in current:
-            spend(tp, at)
+            spend(tp, offset)
         code = -1 if owner is None else members.setdefault(owner, len(members))
-        current[tp] = (at, code)
+        current[tp] = (offset, code)
         if owner is not None:
             previous = last.get(tp)
             if previous is not None and previous != owner:
@@ -346,7 +443,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
                 moves_y.append(f"{topic}-{partition}")
             last[tp] = owner
     for tp in current:
-        spend(tp, end + width)
+        spend(tp, (end - start) // us + column_us)
     z: list[list[int | None]] = [
         [max(cell, key=cell.__getitem__) if cell else None for cell in line] for line in time_in
     ]
@@ -361,13 +458,22 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     scale: list[list[Any]] = []
     for i, colour in enumerate(colours):
         scale += [[i / len(colours), colour], [(i + 1) / len(colours), colour]]
-    held: dict[int, float] = defaultdict(float)
+    held: dict[int, int] = defaultdict(int)
     for line in time_in:
         for cell in line:
-            for code, seconds in cell.items():
-                held[code] += seconds
-    shown = [names[c] for c in sorted(held, key=held.__getitem__, reverse=True) if c >= 0][:30]
+            for code, spent in cell.items():
+                held[code] += spent
     y = [f"{t}-{p}" for t, p in partitions]
+    height = max(420, min(1400, 12 * len(y) + 160))
+    # The colour bar names up to 30 owners, those holding most, each a line (14 px) from
+    # the next: a code is (plot height) / (n + 1) tall, and neighbours' names overlapped.
+    apart = math.ceil(14 * (n + 1) / (height - 180))
+    ticks = [-1]
+    for code in sorted(held, key=held.__getitem__, reverse=True):
+        if len(ticks) > 30:
+            break
+        if code >= 0 and all(abs(code - tick) >= apart for tick in ticks):
+            ticks.append(code)
     step = max(1, -(-len(moves_x) // MOVE_MARKERS))
     figure = go.Figure(
         go.Heatmap(
@@ -381,8 +487,8 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
             hovertemplate="%{y} at %{x}: %{text}<extra></extra>",
             colorbar={
                 "title": "owner",
-                "tickvals": [-1, *(members[m] for m in shown)],
-                "ticktext": ["unowned", *shown],
+                "tickvals": ticks,
+                "ticktext": ["unowned", *(names[c] for c in ticks[1:])],
             },
         )
     )
@@ -398,13 +504,13 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     )
     figure.update_layout(
         title=f"Ownership ({timeline}): partition by time",
-        height=max(420, min(1400, 12 * len(y) + 160)),
+        height=height,
         showlegend=False,
     )
     note = (
         f"{len(partitions)} of {total} partitions, {len(moments)} rebalances, {columns} "
         f"columns of {width} each showing who held the partition longest in it; "
-        f"{len(names)} owners (the colour bar names the 30 holding most; hover "
+        f"{len(names)} owners (the colour bar names up to 30 holding most, a line apart; hover "
         f"names every owner), {len(moves_x)} moves"
         + (f" (every {step}th marked)" if step > 1 else "")
         + f"; black: unowned most of the column ({unowned_cells} cells)"

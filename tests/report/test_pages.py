@@ -4,6 +4,8 @@ in ``test-artifacts/`` (look at them)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 import shutil
@@ -11,7 +13,9 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,6 +75,14 @@ def chromium(page: Path, profile: Path, *args: str) -> tuple[str, float]:
         check=False,
     )
     return out.stdout, time.monotonic() - started
+
+
+def figures_of(text: str) -> list[dict[str, Any]]:
+    """The figures a page draws (gzipped and in base64 inside it)."""
+    found = re.search(r"id='figures-gz' type='application/octet-stream'>(.*?)</script>", text)
+    assert found is not None
+    figures: list[dict[str, Any]] = json.loads(gzip.decompress(base64.b64decode(found.group(1))))
+    return figures
 
 
 def drawn(page: Path, tmp_path: Path, screenshot: str | None = None) -> int:
@@ -203,8 +215,7 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     plots = int(re.search(r"\((\d+) plots", out.stdout).group(1))  # type: ignore[union-attr]
     assert page.stat().st_size <= 5_000_000, page.stat().st_size
     text = page.read_text()
-    figures = json.loads(re.search(r"id='figures' type='application/json'>(.*?)</script>",
-                                   text, re.S).group(1))  # type: ignore[union-attr]  # fmt: skip
+    figures = figures_of(text)
     by_id = {f["id"]: f["figure"] for f in figures}
     # reasons grouped by kind, not one bar per distinct text (thousands carry member ids)
     (reason_bars,) = by_id["reasons"]["data"]
@@ -221,6 +232,11 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     assert len(heatmap["meta"]["names"]) == int(owners) > 100
     assert len(heatmap["z"]) == 200 and all(len(row) <= 300 for row in heatmap["z"])
     assert any(-1 in row for row in heatmap["z"])
+    # the colour bar's names a line (14 px) apart at least: neighbours' overlapped
+    ticks = heatmap["colorbar"]["tickvals"]
+    code_px = (by_id["own0"]["layout"]["height"] - 180) / (len(heatmap["meta"]["names"]) + 1)
+    assert 10 < len(ticks) <= 31 and ticks[0] == -1
+    assert min(abs(a - b) for a, b in combinations(ticks, 2)) * code_px >= 14
     assert 0 < len(moves["x"]) <= MOVE_MARKERS
     assert "Storms (" in text and "Anomalies (0)" in text
     assert drawn(page, tmp_path, "report-big.png") == plots
@@ -251,8 +267,7 @@ def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
     text = page.read_text()
     (line,) = re.findall(r"<p class='partial'>(.*?)</p>", text)
     assert line.startswith("replay/sticky is partial: it has decided up to version ")
-    figures = json.loads(re.search(r"id='figures' type='application/json'>(.*?)</script>",
-                                   text, re.S).group(1))  # type: ignore[union-attr]  # fmt: skip
+    figures = figures_of(text)
     reasons = next(f["figure"]["data"] for f in figures if f["id"] == "reasons")
     # the reasons of the rebalances compared: as many on every side
     assert len({sum(trace["y"]) for trace in reasons}) == 1 and len(reasons) == 3
@@ -280,7 +295,7 @@ def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
     bucket_ms = timedelta(seconds=1) / timedelta(milliseconds=1)
     assert step == "0:00:01"
     bars = [t for t in figure.data if t.type == "bar"]
-    assert len(bars) == 4
+    assert len(bars) == 2  # rebalances; moves and imbalance are lines with markers
     spans = set()
     for bar in bars:
         assert bar.width >= bucket_ms / 4  # a visible share of its bucket
@@ -289,5 +304,57 @@ def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
     assert 0 <= a[0] < a[1] <= b[0] < b[1] <= bucket_ms  # side by side, inside the bucket
     low, high = (datetime.fromisoformat(str(v)) for v in figure.layout.xaxis.range)
     assert low.replace(tzinfo=UTC) < at and high.replace(tzinfo=UTC) > at + timedelta(seconds=1)
-    line = next(t for t in figure.data if t.type == "scatter")
-    assert "markers" in line.mode
+    lines = [t for t in figure.data if t.type == "scatter"]
+    assert len(lines) == 4 and all("markers" in line.mode for line in lines)
+
+
+def test_a_replays_few_moves_read_beside_its_sources_many() -> None:
+    """A user trial: a sticky replay moved ~15 partitions per bucket beside the source's
+    ~1,000, and its bars lay flat on zero. The moved row is a log scale, said so, each
+    timeline a line of its own colour, every bucket with moves drawn."""
+    from kstore.analytics.pages import _rates
+
+    timelines = ["sim/a", "replay/sticky"]
+    metrics = [
+        {"timeline": t, "at": T0 + timedelta(minutes=5 * i), "moved": moved, "imbalance": 1}
+        for i in range(200)
+        for t, moved in zip(timelines, (1000 + i, 15 + i % 3), strict=True)
+    ]
+    figure, _ = _rates(metrics, timelines)
+    moved = [t for t in figure.data if t.yaxis == "y2"]
+    assert [t.name for t in moved] == timelines
+    assert figure.layout.yaxis2.type == "log"
+    assert "log" in figure.layout.yaxis2.title.text
+    assert any("moved" in a.text and "log" in a.text for a in figure.layout.annotations)
+    small = next(t for t in moved if t.name == "replay/sticky")
+    assert min(small.y) >= 15 and "markers" in small.mode
+    # a bucket of nothing moved is a gap on a log scale, not a point at 1 (log 0 = 0)
+    metrics[1]["moved"] = 0
+    figure, _ = _rates(metrics, timelines)
+    small = next(t for t in figure.data if t.yaxis == "y2" and t.name == "replay/sticky")
+    assert small.y[0] is None
+
+
+@pytest.mark.parametrize(
+    ("runs", "changes"),
+    [
+        # one member at a time, a gap between (nobody), then held to the end
+        ([(1, 4, "a"), (4, 6, "b"), (8, None, "a")],
+         [(1, "a"), (4, "b"), (6, None), (8, "a")]),
+        # not listed at the first rebalance
+        ([(3, 5, "b")], [(1, None), (3, "b"), (5, None)]),
+        # two members at once (a double assignment): the least one owns it
+        ([(1, 6, "b"), (3, 4, "a"), (4, 9, "c")],
+         [(1, "b"), (3, "a"), (4, "b"), (6, "c"), (9, None)]),
+        # listed twice by one member (two spans, listing 0 and 1)
+        ([(1, 5, "a"), (2, 3, "a")], [(1, "a"), (2, "a"), (3, "a"), (5, None)]),
+    ],
+)  # fmt: skip
+def test_owner_changes_from_spans(
+    runs: list[tuple[int, int | None, str]], changes: list[tuple[int, str | None]]
+) -> None:
+    """The ownership view reads the store's spans: a partition's owner (the least member
+    listing it) at the first rebalance and wherever it may change."""
+    from kstore.analytics.pages import _owner_changes
+
+    assert _owner_changes(runs, 1) == changes
