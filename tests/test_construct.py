@@ -120,3 +120,35 @@ def test_one_fields_set_for_every_field_given_is_never_changed() -> None:
     with pytest.raises(ValueError):
         made.generation = 3  # type: ignore[misc]
     assert every == set(MemberSubscription.model_fields)
+
+
+def test_a_stamper_stamps_as_stamp_does() -> None:
+    from kstore.model.events import StreamId
+    from kstore.store.writer import stamp, stamper
+
+    stream = StreamId("c", "g", "t")
+    made = stamper(stream, "c/g/t")
+    for version, data in enumerate(
+        [MemberLeft(member_id="m", reason="leave"), RebalanceStarted(generation=1, reason="r")]
+    ):
+        event = made(AT, data, version)
+        assert _parts(event) == _parts(stamp(stream, AT, data, "c/g/t", version, trusted=True))
+        assert event.model_fields_set is made(AT, data, 9).model_fields_set
+
+
+def test_a_frozen_models_instances_given_the_same_names_share_one_fields_set() -> None:
+    one = construct(MemberJoined, member_id="a", topics=["t"], rack="r")
+    two = construct(MemberJoined, member_id="b", topics=["u"], rack=None)
+    assert one.model_fields_set is two.model_fields_set == {"member_id", "topics", "rack"}
+    copied = one.model_copy(update={"host": "h"})
+    assert copied.model_fields_set == {"member_id", "topics", "rack", "host"}
+    assert two.model_fields_set == {"member_id", "topics", "rack"}
+
+    class Loose(BaseModel):  # not frozen: setting a field adds it to the set
+        a: int
+        b: int = 0
+
+    first, second = construct(Loose, a=1), construct(Loose, a=2)
+    first.b = 5
+    assert first.model_fields_set == {"a", "b"}
+    assert second.model_fields_set == {"a"}

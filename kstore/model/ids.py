@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
 
-__all__ = ["event_id", "uuid5_bytes", "uuid5_text"]
+__all__ = ["event_id", "event_ids", "uuid5_bytes", "uuid5_text"]
 
 _NAMESPACE = uuid.UUID("6d1f3c52-8a54-4f0e-9a43-3f1b0e7c2a61")
 _NAMESPACE_BYTES = _NAMESPACE.bytes
@@ -38,3 +39,10 @@ def uuid5_text(name: str) -> str:
 def event_id(*parts: object) -> str:
     """The id of the fact named by ``parts`` (joined by ``#``): the same on every run."""
     return uuid5_text("#".join(map(str, parts)))
+
+
+def event_ids(*parts: object) -> Callable[[object], str]:
+    """``event_id(*parts, last)`` as a function of ``last``, the other parts joined once
+    (a producer that numbers its events: each id is a hot path)."""
+    prefix = "".join(f"{part}#" for part in parts)
+    return lambda last: uuid5_text(f"{prefix}{last}")

@@ -26,7 +26,7 @@ from kstore.protocol.clock import EventQueue
 from kstore.protocol.find_coordinator import coordinator_partition
 from kstore.protocol.ownership import OwnershipLedger
 from kstore.protocol.settings import ProtocolSettings
-from kstore.store.writer import stamp
+from kstore.store.writer import stamper
 
 __all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch"]
 
@@ -124,6 +124,7 @@ class GroupSim:
         self._name = str(stream)
         """The first part of each event's and member id's name (``event_id(stream,
         version)``, ``_new_name``), made once."""
+        self._stamp = stamper(stream, self._name)
 
     # --- events ----------------------------------------------------------------------
 
@@ -146,7 +147,7 @@ class GroupSim:
         """
         version = self.state.version + 1
         # Built from values the simulation made itself: no validation on this hot path.
-        event = stamp(self.stream, self.time_at(self.now), data, self._name, version, trusted=True)
+        event = self._stamp(self.time_at(self.now), data, version)
         if version <= len(self._stored):
             stored = self._stored[version - 1]
             if stored.to_dict() != event.to_dict():

@@ -56,7 +56,7 @@ from kstore.model.events import (
     content_digest,
 )
 from kstore.model.fold import GroupState
-from kstore.model.ids import event_id
+from kstore.model.ids import event_id, event_ids
 from kstore.store.interface import (
     AppendResult,
     CheckpointWrite,
@@ -65,7 +65,7 @@ from kstore.store.interface import (
     Folded,
 )
 
-__all__ = ["Writer", "stamp"]
+__all__ = ["Writer", "stamp", "stamper"]
 
 _FORKS = sys.platform == "linux"
 """``Writer.flush_apart`` forks (and asks Linux to end the copy with its parent)."""
@@ -177,6 +177,26 @@ def stamp(
     }
     # Every field given, in the model's order: ``construct``'s template adds nothing.
     return instance(Event, fields, every_field(Event)) if trusted else Event(**fields)
+
+
+def stamper(stream: StreamId, *name: object) -> Callable[[datetime, EventData, object], Event]:
+    """``stamp(stream, at, data, *name, last, trusted=True)`` as a function of ``at``,
+    ``data`` and ``last``, the rest made once: a simulation's every event (0.7 of its
+    2.9 us)."""
+    ids, (cluster, group, timeline), every = event_ids(*name), stream, every_field(Event)
+
+    def made(at: datetime, data: EventData, last: object) -> Event:
+        fields = {
+            "event_id": ids(last),
+            "cluster": cluster,
+            "group": group,
+            "timeline": timeline,
+            "at": at,
+            "data": data,
+        }
+        return instance(Event, fields, every)
+
+    return made
 
 
 class Writer:
