@@ -49,6 +49,7 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState
 from kstore.model.strategies import protocol_of
+from kstore.protocol.clock import Due
 from kstore.protocol.group import Client, GroupSim
 from kstore.protocol.settings import ProtocolSettings
 
@@ -429,36 +430,71 @@ class ClassicGroupSim(GroupSim):
                 entries.append(((tick if tick > busy else busy) + poll, c.rejoin_key, (c, c.life)))
         self.queue.schedule_each(entries, self._rejoin_rebalancing)
 
-    def _rejoin_rebalancing(self, due: Iterator[tuple[Client, int]]) -> None:
+    def _rejoin_rebalancing(self, due: Due[tuple[Client, int]]) -> None:
         self._rejoin_each(due, _REBALANCING)
 
-    def _rejoin_revoking(self, due: Iterator[tuple[Client, int]]) -> None:
+    def _rejoin_revoking(self, due: Due[tuple[Client, int]]) -> None:
         self._rejoin_each(due, _REVOKING)
 
-    def _rejoin_each(self, due: Iterator[tuple[Client, int]], client_reason: str) -> None:
-        """Each client's JoinGroup with its member id, at its own time."""
-        # Every member of every rebalance passes through here: the join phase's common
-        # case (the member parks until all have joined) is done without further calls.
-        queue, eager = self.queue, self.protocol_name == "eager"
-        release_all = self.ledger.release_all
-        for client, life in due:
-            now = queue.now
-            if client.life != life or not client.alive or now < client.cut_until:
+    def _rejoin_each(self, due: Due[tuple[Client, int]], client_reason: str) -> None:
+        """Each client's JoinGroup with its member id, at its own time; in the join phase,
+        the run of those that only wait for the others as one step."""
+        if self.phase != PREPARING:
+            for client, life in due:
+                self._rejoin(client, life, client_reason)
+                if self.phase == PREPARING:
+                    break
+            else:
+                return
+        taken = due.take()
+        parked = self._park_each(taken)
+        if parked < len(taken):
+            due.keep(parked + 1)
+            _, _, _, (client, life) = taken[parked]
+            self._rejoin(client, life, client_reason)
+
+    def _park_each(self, taken: list[tuple[int, int, str, tuple[Client, int]]]) -> int:
+        """The join phase's common case in one pass: each rejoin of ``taken`` in turn
+        whose member waits in JoinGroup for the others (an eager one lets go of all it
+        holds first), up to one that does more (its member is gone, or the join
+        completes with it): how many were handled."""
+        members, awaiting = self.state.members, self.awaiting
+        completes = self.previous_phase != EMPTY  # ``_maybe_complete``
+        left = len(members) - len(awaiting)
+        release = self.ledger.release_all if self.protocol_name == "eager" else None
+        for handled, (at, _, _, (client, life)) in enumerate(taken):
+            if client.life != life or not client.alive or at < client.cut_until:
                 continue
             member_id = client.member_id
-            members = self.state.members
-            if member_id is None or member_id not in members:
-                self._schedule_rejoin_as_new(client)
-                continue
-            if eager:
-                release_all(member_id, now)
-            if self.phase != PREPARING:
-                self._join_existing(client, member_id, client_reason, metadata_changed=False)
-                continue
-            awaiting = self.awaiting
-            awaiting.add(member_id)
-            if len(awaiting) == len(members):
-                self._maybe_complete()
+            if member_id not in members:  # ``None`` never is
+                return handled
+            if member_id not in awaiting:
+                left -= 1
+                if not left and completes:
+                    return handled
+                awaiting.add(member_id)
+            elif not left and completes:
+                return handled
+            if release is not None:
+                release(member_id, at)
+        return len(taken)
+
+    def _rejoin(self, client: Client, life: int, client_reason: str) -> None:
+        """A client's JoinGroup with its member id."""
+        now = self.now
+        if client.life != life or not client.alive or now < client.cut_until:
+            return
+        member_id = client.member_id
+        if member_id is None or member_id not in self.state.members:
+            self._schedule_rejoin_as_new(client)
+            return
+        if self.protocol_name == "eager":
+            self.ledger.release_all(member_id, now)
+        if self.phase != PREPARING:
+            self._join_existing(client, member_id, client_reason, metadata_changed=False)
+            return
+        self.awaiting.add(member_id)
+        self._maybe_complete()
 
     def _join_existing(
         self, client: Client, member_id: str, client_reason: str, *, metadata_changed: bool

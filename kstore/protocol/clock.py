@@ -6,9 +6,11 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["EventQueue"]
+__all__ = ["Due", "EventQueue"]
+
+T = TypeVar("T")
 
 Action = Callable[[], None]
 
@@ -21,6 +23,10 @@ _when = itemgetter(0, 1)
 """An entry's time and sequence number."""
 
 
+Item = tuple[int, int, str, Any]
+"""A batch's action: its time, sequence number, key and argument."""
+
+
 class _Batch:
     """Actions scheduled together (e.g. every member's rejoin after a rebalance starts),
     each with its own time and key, handled by one callable: one heap entry stands for
@@ -28,12 +34,53 @@ class _Batch:
 
     __slots__ = ("items", "pos", "run")
 
-    def __init__(
-        self, items: list[tuple[int, int, str, Any]], run: Callable[[Iterator[Any]], None]
-    ) -> None:
+    def __init__(self, items: list[Item], run: Callable[[Due[Any]], None]) -> None:
         self.items = items
         self.pos = 0
         self.run = run
+
+
+class Due(Generic[T]):
+    """A batch's actions that are due, handed to its callable: the live ones that come
+    before every other live entry (and the run's end), in order. Either iterated, one
+    action at a time (each ``next`` advances the clock to that action's time, and an
+    action that schedules something new ends the run only if that comes first), or
+    taken at once (``take``, then ``keep``)."""
+
+    __slots__ = ("_batch", "_queue", "_taken", "_until")
+
+    def __init__(self, queue: EventQueue, batch: _Batch, until: int | None) -> None:
+        self._queue, self._batch, self._until = queue, batch, until
+        self._taken: list[Item] = []
+
+    def __iter__(self) -> Iterator[T]:
+        return self._queue._due(self._batch, self._until)
+
+    def take(self) -> list[Item]:
+        """Every due action at once, each consumed (its key no longer pending), the
+        clock at the last one's time: what comes before every other live entry as they
+        stand now, so a caller that schedules or cancels anything while going through
+        them first gives back what it has not handled (``keep``)."""
+        queue, batch = self._queue, self._batch
+        items, live, pos = batch.items, queue._live, batch.pos
+        stop = queue._stop(items, self._until, queue._first())
+        taken = self._taken = [item for item in items[pos:stop] if live.get(item[2]) == item[1]]
+        for _, _, key, _ in taken:
+            del live[key]
+        batch.pos = stop
+        if taken:
+            queue.now = taken[-1][0]
+        return taken
+
+    def keep(self, n: int) -> None:
+        """Of what ``take`` gave, only the first ``n`` (at least one) are consumed: the
+        others are pending again, the clock at the ``n``-th's time."""
+        queue, batch, taken = self._queue, self._batch, self._taken
+        queue._live.update((key, seq) for _, seq, key, _ in taken[n:])
+        last = taken[n - 1]
+        batch.pos = bisect.bisect_right(batch.items, _when(last), key=_when)
+        queue.now = last[0]
+        self._taken = []
 
 
 class EventQueue:
@@ -61,21 +108,19 @@ class EventQueue:
         heapq.heappush(self._heap, (at, self._seq, key, action))
 
     def schedule_each(
-        self, entries: Iterable[tuple[int, str, Any]], run: Callable[[Iterator[Any]], None]
+        self, entries: Iterable[tuple[int, str, Any]], run: Callable[[Due[Any]], None]
     ) -> None:
         """Schedule an action at ``at`` under ``key`` for each ``(at, key, arg)`` in turn,
         with one heap entry for them all; ``run`` handles a run of them at once.
 
-        When the first of them is due, ``run`` gets an iterator of their ``arg``s: each
-        ``next`` advances the clock to that action's time, and the iterator ends before
-        an action that is not due yet or that another live action (or one ``run``
-        schedules meanwhile) comes before. Every action still runs at its own time and
-        in the order separate ``schedule`` calls would give; what is left waits for a
-        later ``run``. ``entries`` may schedule other actions while they are produced:
-        each entry takes the next sequence number when it is produced.
+        When the first of them is due, ``run`` gets those that are due (``Due``): each
+        runs at its own time and in the order separate ``schedule`` calls would give;
+        what is left waits for a later ``run``. ``entries`` may schedule other actions
+        while they are produced: each entry takes the next sequence number when it is
+        produced.
         """
         now, live = self.now, self._live
-        items: list[tuple[int, int, str, Any]] = []
+        items: list[Item] = []
         append = items.append
         for at, key, arg in entries:
             if at < now:
@@ -131,7 +176,7 @@ class EventQueue:
             action()
             return True
         heapq.heappop(heap)
-        action.run(self._due(action, until))
+        action.run(Due(self, action, until))
         # What the run left (not due yet, behind another action, or not taken) waits.
         items, live, pos = action.items, self._live, action.pos
         while pos < len(items) and live.get(items[pos][2]) != items[pos][1]:

@@ -28,7 +28,7 @@ drives the run's ownership numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -130,7 +130,7 @@ class ConsumerGroupSim(GroupSim):
             self._heartbeats,
         )
 
-    def _heartbeats(self, due: Iterator[tuple[Client, int]]) -> None:
+    def _heartbeats(self, due: Iterable[tuple[Client, int]]) -> None:
         for client, life in due:
             self._heartbeat(client, life)
 

@@ -7,12 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from kstore.protocol.clock import EventQueue
+from kstore.protocol.clock import Due, EventQueue
 
 
-def _log_run(seed: int, batched: bool) -> list[tuple[int, str]]:
+def _log_run(seed: int, batched: bool, taken: bool = False) -> list[tuple[int, str]]:
     """Timers at random times, some of them rescheduling or cancelling others or adding
-    new ones that come first; ``batched``: the ``b*`` timers through ``schedule_each``."""
+    new ones that come first; ``batched``: the ``b*`` timers through ``schedule_each``,
+    ``taken``: their runs taken at once, those that change nothing logged in one pass."""
     rng = random.Random(seed)
     queue = EventQueue()
     log: list[tuple[int, str]] = []
@@ -20,6 +21,9 @@ def _log_run(seed: int, batched: bool) -> list[tuple[int, str]]:
     def act(name: str) -> None:
         log.append((queue.now, name))
         roll = rng.random()
+        changes(roll)
+
+    def changes(roll: float) -> None:
         if roll < 0.1:
             queue.schedule(queue.now + rng.randrange(0, 5), f"x{len(log)}", lambda: act("new"))
         elif roll < 0.15:
@@ -31,9 +35,23 @@ def _log_run(seed: int, batched: bool) -> list[tuple[int, str]]:
     for i in range(10):
         queue.schedule(rng.randrange(0, 30), f"o{i}", lambda i=i: act(f"o{i}"))  # type: ignore[misc]
     entries = [(rng.randrange(0, 30), f"b{i}", f"b{i}") for i in range(20)]
-    if batched:
+    if taken:
 
-        def run(due: Iterator[str]) -> None:
+        def run(due: Due[str]) -> None:
+            items = due.take()
+            for n, (at, _, _, name) in enumerate(items):
+                roll = rng.random()
+                if roll < 0.2:  # it changes what is due: the rest are given back
+                    due.keep(n + 1)
+                    log.append((queue.now, name))
+                    changes(roll)
+                    return
+                log.append((at, name))
+
+        queue.schedule_each(entries, run)
+    elif batched:
+
+        def run(due: Due[str]) -> None:
             for name in due:
                 act(name)
 
@@ -51,15 +69,17 @@ def _log_run(seed: int, batched: bool) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_a_batch_runs_as_separate_timers_would(seed: int) -> None:
-    assert _log_run(seed, batched=True) == _log_run(seed, batched=False)
+    alone = _log_run(seed, batched=False)
+    assert _log_run(seed, batched=True) == alone
+    assert _log_run(seed, batched=True, taken=True) == alone
 
 
 def test_what_a_run_does_not_take_runs_later() -> None:
     queue = EventQueue()
     seen: list[tuple[int, int]] = []
 
-    def one_at_a_time(due: Iterator[int]) -> None:
-        arg = next(due)
+    def one_at_a_time(due: Due[int]) -> None:
+        arg = next(iter(due))
         seen.append((queue.now, arg))
 
     queue.schedule_each([(5, "a", 1), (5, "b", 2), (7, "c", 3)], one_at_a_time)
