@@ -24,11 +24,16 @@ doubles AS (
     FROM kstore_double_assignments JOIN events USING (cluster, group_id, timeline, version)
     GROUP BY ALL
 ),
-wanted AS (
+wanted AS (  -- topics a member subscribes to with a partition nobody is given
     SELECT DISTINCT x.cluster, x.group_id, x.timeline, x.version, x.topic, x.partitions
     FROM kstore_topics_at x
     JOIN events USING (cluster, group_id, timeline, version)
     JOIN kstore_members_at m USING (cluster, group_id, timeline, version, topic)
+    -- kstore_topic_stats counts them (`unassigned`: partitions less those covered, for a
+    -- topic that exists and has subscribers): only those rebalances' partitions are
+    -- looked for, not every partition of every rebalance
+    JOIN kstore_topic_stats t USING (cluster, group_id, timeline, version, topic)
+    WHERE t.unassigned > 0
 ),
 unassigned AS (
     SELECT w.cluster, w.group_id, w.timeline, w.version,
