@@ -80,6 +80,19 @@ _STEPS = [
 
 _MARKED = 60
 """Up to this many buckets, the imbalance line shows a marker at each."""
+_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+
+
+def _lone(values: Sequence[float | None], size: int) -> list[int]:
+    """Marker sizes: ``size`` at a value between gaps (no line is drawn to it), else 0."""
+    return [
+        size
+        if value is not None
+        and (i == 0 or values[i - 1] is None)
+        and (i + 1 == len(values) or values[i + 1] is None)
+        else 0
+        for i, value in enumerate(values)
+    ]
 
 
 def _bucket(start: datetime, end: datetime, most: int) -> timedelta:
@@ -228,10 +241,15 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     for index, timeline in enumerate(timelines):
         placed = {"width": width, "offset": bucket_ms * 0.1 + index * width}
         # One colour per timeline in all three plots (the legend is the first plot's);
-        # the first line widest: where timelines are equal (the imbalance of a replay and
-        # its source often is), each shows as a rim around the next.
+        # lines are drawn widest first, the later ones dashed: where timelines are equal
+        # (two sticky replays' moves, a replay's imbalance and its source's) each shows
+        # around and between the dashes of the next.
         colour = palette[index % len(palette)]
-        line = {"color": colour, "width": 1.5 + len(timelines) - 1 - index}
+        line = {
+            "color": colour,
+            "width": 1.5 + 1.5 * (len(timelines) - 1 - index),
+            "dash": _DASHES[index % len(_DASHES)],
+        }
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
         for row in metrics:
             if row["timeline"] == timeline:
@@ -255,14 +273,15 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             col=1,
         )
         # Moves span orders of magnitude (a sticky replay ~15 per bucket beside its
-        # source's ~1,000): a line per timeline on a log scale, a marker at each bucket
-        # (a lone one between gaps is seen); no move is a gap (log 0 is no number).
+        # source's ~1,000): a line per timeline on a log scale; no move is a gap (log 0
+        # is no number), a bucket between gaps a marker (no line reaches it).
+        moved = [sums[b][1] or None for b in x]
         figure.add_trace(
             go.Scatter(
                 x=[b + step / 2 for b in x],
-                y=[sums[b][1] or None for b in x],
+                y=moved,
                 mode="lines+markers",
-                marker={"size": 4 if len(x) > _MARKED else 7},
+                marker={"size": 7 if len(x) <= _MARKED else _lone(moved, 6)},
                 name=timeline,
                 legendgroup=timeline,
                 showlegend=False,

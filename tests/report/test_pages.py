@@ -332,12 +332,17 @@ def test_a_replays_few_moves_read_beside_its_sources_many() -> None:
     assert "log" in figure.layout.yaxis2.title.text
     assert any("moved" in a.text and "log" in a.text for a in figure.layout.annotations)
     small = next(t for t in moved if t.name == "replay/sticky")
-    assert min(small.y) >= 15 and "markers" in small.mode
-    # a bucket of nothing moved is a gap on a log scale, not a point at 1 (log 0 = 0)
-    metrics[1]["moved"] = 0
+    assert min(small.y) >= 15
+    # equal lines both show: the first wider, the next dashed over it
+    assert moved[0].line.width > moved[1].line.width and moved[1].line.dash != "solid"
+    # a bucket of nothing moved is a gap on a log scale, not a point at 1 (log 0 = 0);
+    # a bucket between two gaps, which no line reaches, is a marker
+    metrics[1]["moved"] = metrics[5]["moved"] = 0
     figure, _ = _rates(metrics, timelines)
     small = next(t for t in figure.data if t.yaxis == "y2" and t.name == "replay/sticky")
-    assert small.y[0] is None
+    assert small.y[0] is None and small.y[1] is not None and small.y[2] is None
+    assert "markers" in small.mode and small.marker.size[1] > 0
+    assert sum(small.marker.size) == small.marker.size[1]
 
 
 @pytest.mark.parametrize(
