@@ -292,27 +292,14 @@ class GroupState:
             }
         if old == new:
             return
-        # The merged holdings are of the old id's generation, unless it held nothing
-        # and the new id something: then they are the new id's own, of its generation.
-        old_id_decides = bool(self.assignment.get(old)) or not self.assignment.get(new)
-        if old in self.assignment:
-            taken = self.assignment[old]
-            seen = set(taken)
-            merged = taken + tuple(tp for tp in self.assignment.get(new, ()) if tp not in seen)
-            self.assignment = {
-                (new if key == old else key): (merged if key == old else value)
-                for key, value in self.assignment.items()
-                if key != new
-            }
         if self.leader == old:
             self.leader = new
-        if old_id_decides:
-            if old in self.held_from:
-                self.held_from[new] = self.held_from.pop(old)
-            else:
-                self.held_from.pop(new, None)
-        else:
-            self.held_from.pop(old, None)
+        # The latest assignment and the one before it (what an AssignmentNotTakenUp
+        # gives back) both read the old id as the new one (docs/spec/metrics.md).
+        self.assignment, self.held_from = _renamed(self.assignment, self.held_from, old, new)
+        self.previous, self.previous_held_from = _renamed(
+            self.previous, self.previous_held_from, old, new
+        )
 
     def to_request(self, strategy: str) -> AssignmentRequest:
         """The next assignor request: today's members, each with what it owns now.
@@ -475,6 +462,38 @@ def _subscription() -> tuple[type[MemberSubscription], set[str]]:
     from kstore.assignors._contract import MemberSubscription
 
     return MemberSubscription, every_field(MemberSubscription)
+
+
+def _renamed(
+    shares: dict[str, tuple[TopicPartition, ...]],
+    held_from: dict[str, int | None],
+    old: str,
+    new: str,
+) -> tuple[dict[str, tuple[TopicPartition, ...]], dict[str, int | None]]:
+    """``shares`` and their ``held_from`` with the old id's partitions the new id's: if
+    the new id holds partitions already, it keeps them after the old id's (from here on
+    the old id's partitions are the new id's, and its own stay its own). The merged
+    holdings are of the old id's generation, unless it held nothing and the new id
+    something: then they are the new id's own, of its generation."""
+    old_id_decides = bool(shares.get(old)) or not shares.get(new)
+    if old in shares:
+        taken = shares[old]
+        seen = set(taken)
+        merged = taken + tuple(tp for tp in shares.get(new, ()) if tp not in seen)
+        shares = {
+            (new if key == old else key): (merged if key == old else value)
+            for key, value in shares.items()
+            if key != new
+        }
+    held_from = dict(held_from)
+    if old_id_decides:
+        if old in held_from:
+            held_from[new] = held_from.pop(old)
+        else:
+            held_from.pop(new, None)
+    else:
+        held_from.pop(old, None)
+    return shares, held_from
 
 
 def fold(events: Iterable[Event], start: GroupState | None = None) -> GroupState:

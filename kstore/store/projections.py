@@ -16,8 +16,8 @@ owner is its owner in the latest earlier ``AssignmentCompleted`` that assigned i
 exactly one member; a double-assigned partition changes nothing; ``MemberReplaced``
 hands the old id's partitions to the new id (a row with cause ``MemberReplaced``); an
 ``AssignmentNotTakenUp`` gives its member back each partition it holds again whose last
-owner is another (a row with cause ``AssignmentNotTakenUp``: none where, as kstore writes
-it, the ``AssignmentCompleted`` gave the member that share already).
+owner is another or none (a row with cause ``AssignmentNotTakenUp``: none where, as kstore
+writes it, the ``AssignmentCompleted`` gave the member that share already).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class _Replaced:
     applied: Applied
     at_utc: datetime
     moved: list[TopicPartition]
-    old: list[str]
+    old: list[str | None]
     new: str
     cause: str
 
@@ -172,9 +172,9 @@ class Projector:
                 tp
                 for held in applied.previous.values()
                 for tp in dict.fromkeys(held)
-                if last.get(tp, member) != member
+                if last.get(tp) != member
             ]
-            owners = [last[tp] for tp in back]
+            owners = [last.get(tp) for tp in back]
             self._hand(head, _Replaced(key, applied, at_utc, back, owners, member, event.type))
 
     def data_json(self, event: Event) -> str:

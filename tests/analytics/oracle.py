@@ -46,8 +46,10 @@ def _stream(events: list[Event]) -> list[dict[str, Any]]:
     topics: dict[str, int] = {}
     last_owner: dict[Partition, str] = {}  # prev(p): the last single owner
     previous: dict[str, set[Partition]] = {}  # the previous AssignmentCompleted
-    # The latest AssignmentCompleted's generation and the one before it, as written:
-    # what an AssignmentNotTakenUp of that generation gives its member back.
+    # The latest AssignmentCompleted's generation, it and the one before it as held
+    # (as written, ids renamed by MemberReplaced, a member that did not take one up
+    # holding its share of the one before): what an AssignmentNotTakenUp of that
+    # generation gives its member back.
     generation: int | None = None
     latest: dict[str, list[Partition]] = {}
     before: dict[str, list[Partition]] = {}
@@ -72,8 +74,11 @@ def _stream(events: list[Event]) -> list[dict[str, Any]]:
             if old in members:
                 members[new] = members.pop(old)
             last_owner = {tp: new if m == old else m for tp, m in last_owner.items()}
-            if old in previous and old != new:  # the new id's own partitions stay its own
-                previous[new] = previous.pop(old) | previous.get(new, set())
+            if old != new:  # the new id's own partitions stay its own
+                if old in previous:
+                    previous[new] = previous.pop(old) | previous.get(new, set())
+                # What an AssignmentNotTakenUp gives back reads the old id as the new too.
+                latest, before = _merged(latest, old, new), _merged(before, old, new)
         elif isinstance(data, RebalanceStarted):
             starts.append((data.generation, event.at))
         elif isinstance(data, AssignmentNotTakenUp):
@@ -83,6 +88,7 @@ def _stream(events: list[Event]) -> list[dict[str, Any]]:
             member = data.member_id
             if data.generation == generation and (member in previous or member in before):
                 held = before.get(member, [])
+                latest = {**latest, member: held}
                 previous[member] = set(held)
                 last_owner.update(dict.fromkeys(held, member))
         elif isinstance(data, AssignmentCompleted):
@@ -93,6 +99,14 @@ def _stream(events: list[Event]) -> list[dict[str, Any]]:
             before, latest, generation = latest, data.assignment, data.generation
             previous = {m: set(tps) for m, tps in data.assignment.items()}
     return rows
+
+
+def _merged(shares: dict[str, list[Partition]], old: str, new: str) -> dict[str, list[Partition]]:
+    if old not in shares:
+        return shares
+    merged = {m: tps for m, tps in shares.items() if m != old}
+    merged[new] = list(dict.fromkeys([*shares[old], *shares.get(new, [])]))
+    return merged
 
 
 def _holders(data: AssignmentCompleted) -> dict[Partition, set[str]]:

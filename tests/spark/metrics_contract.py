@@ -223,6 +223,98 @@ _NOT_TAKEN_UP = [
 ]
 
 
+def _replaced_not_taken_up_history() -> list[Event]:
+    t0, t1 = ("t", 0), ("t", 1)
+    datas: list[EventData] = [
+        TopicChanged(topic="t", partitions=2),
+        MemberJoined(member_id="a", topics=["t"]),
+        MemberJoined(member_id="b", topics=["t"]),
+        AssignmentCompleted(generation=1, strategy="x", assignment={"a": [t0, t1], "b": []}),
+        AssignmentCompleted(generation=2, strategy="x", assignment={"a": [t0], "b": [t1]}),
+        MemberReplaced(old_member_id="a", new_member_id="a2", instance_id="i"),
+        AssignmentNotTakenUp(generation=2, member_id="a2"),
+        AssignmentCompleted(generation=3, strategy="x", assignment={"a2": [t0], "b": [t1]}),
+    ]
+    return [
+        Event(event_id=f"r{i}", group="rntu", at=T0 + timedelta(seconds=i), data=d)
+        for i, d in enumerate(datas)
+    ]
+
+
+# a is replaced by a2 after generation 2, and a2 does not take generation 2 up: it holds
+# what a held in generation 1 (t0, t1) and is their prev.
+_REPLACED_NOT_TAKEN_UP = [
+    *_NOT_TAKEN_UP[:2],
+    # t1 moved a2->b and revoked from a2; t0 kept.
+    _counts(8, 3, 2, moved=1, new=0, revoked=1, retainable=2, kept=1, imbalance=0, excess=0),
+]
+
+
+def _twice_not_taken_up_history() -> list[Event]:
+    t0, t1 = ("t", 0), ("t", 1)
+    datas: list[EventData] = [
+        TopicChanged(topic="t", partitions=2),
+        MemberJoined(member_id="a", topics=["t"]),
+        AssignmentCompleted(generation=1, strategy="x", assignment={"a": [t0, t1]}),
+        MemberJoined(member_id="c", topics=["t"]),
+        AssignmentCompleted(generation=2, strategy="x", assignment={"a": [t0], "c": [t1]}),
+        AssignmentNotTakenUp(generation=2, member_id="c"),
+        AssignmentCompleted(generation=3, strategy="x", assignment={"a": [t0], "c": [t1]}),
+        AssignmentNotTakenUp(generation=3, member_id="c"),
+        AssignmentCompleted(generation=4, strategy="x", assignment={"a": [t0, t1], "c": []}),
+    ]
+    return [
+        Event(event_id=f"w{i}", group="twice", at=T0 + timedelta(seconds=i), data=d)
+        for i, d in enumerate(datas)
+    ]
+
+
+# c takes up neither generation 2 nor 3: it holds what it held before 2 (nothing) both
+# times, not what 2 wrote for it, so generation 4 revokes nothing of c's.
+_TWICE_NOT_TAKEN_UP = [
+    _counts(3, 1, 1, moved=0, new=2, revoked=0, retainable=0, kept=0, imbalance=0, excess=0),
+    # t1 moved a->c, revoked from a.
+    _counts(5, 2, 2, moved=1, new=0, revoked=1, retainable=2, kept=1, imbalance=0, excess=0),
+    # t1's prev is c, as generation 2 wrote it; c held nothing to revoke.
+    _counts(7, 3, 2, moved=0, new=0, revoked=0, retainable=2, kept=2, imbalance=0, excess=0),
+    _counts(9, 4, 2, moved=1, new=0, revoked=0, retainable=2, kept=1, imbalance=2, excess=1),
+]
+
+
+def _double_then_not_taken_up_history() -> list[Event]:
+    t0, t1 = ("t", 0), ("t", 1)
+    datas: list[EventData] = [
+        TopicChanged(topic="t", partitions=2),
+        MemberJoined(member_id="a", topics=["t"]),
+        MemberJoined(member_id="b", topics=["t"]),
+        AssignmentCompleted(generation=1, strategy="x", assignment={"a": [t0], "b": [t0, t1]}),
+        AssignmentCompleted(generation=2, strategy="x", assignment={"a": [], "b": [t1]}),
+        AssignmentNotTakenUp(generation=2, member_id="a"),
+        AssignmentCompleted(generation=3, strategy="x", assignment={"a": [t0], "b": [t1]}),
+    ]
+    return [
+        Event(event_id=f"d{i}", group="double", at=T0 + timedelta(seconds=i), data=d)
+        for i, d in enumerate(datas)
+    ]
+
+
+# Generation 1 gives t0 to a and b (no prev(t0) from it); a does not take generation 2 up,
+# so it holds t0 again and is its prev: generation 3 keeps t0 with a, nothing new.
+_DOUBLE_THEN_NOT_TAKEN_UP = [
+    {
+        **_counts(4, 1, 2, moved=0, new=1, revoked=0, retainable=0, kept=0, imbalance=1, excess=0),
+        "double_assigned": 1,
+    },
+    # t0 given to nobody: revoked from a and from b; t1 kept.
+    {
+        **_counts(5, 2, 2, moved=0, new=0, revoked=2, retainable=1, kept=1, imbalance=1, excess=0),
+        "assigned": 1,
+        "unassigned": 1,
+    },
+    _counts(7, 3, 2, moved=0, new=0, revoked=0, retainable=2, kept=2, imbalance=0, excess=0),
+]
+
+
 def _renamed(batch: list[list[Event]]) -> list[Event]:
     """Streams drawn separately, made distinct groups (and ids) of one log."""
     return [
@@ -256,6 +348,24 @@ class MetricsContract:
         events = _not_taken_up_history()
         rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
         assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _NOT_TAKEN_UP
+        self.check(events)
+
+    def test_replaced_then_not_taken_up_history(self) -> None:
+        events = _replaced_not_taken_up_history()
+        rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
+        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _REPLACED_NOT_TAKEN_UP
+        self.check(events)
+
+    def test_twice_not_taken_up_history(self) -> None:
+        events = _twice_not_taken_up_history()
+        rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
+        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _TWICE_NOT_TAKEN_UP
+        self.check(events)
+
+    def test_double_then_not_taken_up_history(self) -> None:
+        events = _double_then_not_taken_up_history()
+        rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
+        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _DOUBLE_THEN_NOT_TAKEN_UP
         self.check(events)
 
     odd_examples = 3

@@ -67,6 +67,16 @@ def test_the_member_holds_what_it_held_before_with_that_generation() -> None:
     assert after.held_from == {} and after.previous_held_from == {"b": 1}
 
 
+def test_a_member_replaced_after_the_decision_gets_its_old_ids_holdings_back() -> None:
+    # A static member re-joins under a new id, then does not take generation 2 up: what it
+    # held in generation 1 under its old id is what it holds.
+    replaced = MemberReplaced(old_member_id="b", new_member_id="b2", instance_id="i")
+    state = fold(history(replaced, AssignmentNotTakenUp(generation=2, member_id="b2")))
+    assert state.assignment["b2"] == (("t", 3), ("t", 4), ("t", 5))
+    assert "b" not in state.assignment and state.held_from == {"b2": 1}
+    assert state.previous["b2"] == (("t", 3), ("t", 4), ("t", 5))
+
+
 def test_a_fact_of_another_generation_changes_nothing() -> None:
     plain = fold(history())
     for odd in (
