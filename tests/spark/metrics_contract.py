@@ -8,9 +8,11 @@ one oracle (``tests/analytics/oracle.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -151,6 +153,14 @@ _HAND = [
 ]
 
 
+def _history(group: str, datas: list[EventData]) -> list[Event]:
+    """``datas`` as the events of one stream, a second apart."""
+    return [
+        Event(event_id=f"{group}-{i}", group=group, at=T0 + timedelta(seconds=i), data=d)
+        for i, d in enumerate(datas)
+    ]
+
+
 def _not_taken_up_history() -> list[Event]:
     t0, t1 = ("t", 0), ("t", 1)
     datas: list[EventData] = [
@@ -168,10 +178,7 @@ def _not_taken_up_history() -> list[Event]:
         AssignmentNotTakenUp(generation=4, member_id="c"),
         AssignmentCompleted(generation=5, strategy="x", assignment={"a": [t0], "b": [t1], "c": []}),
     ]
-    return [
-        Event(event_id=f"n{i}", group="ntu", at=T0 + timedelta(seconds=i), data=d)
-        for i, d in enumerate(datas)
-    ]
+    return _history("ntu", datas)
 
 
 def _counts(
@@ -235,10 +242,7 @@ def _replaced_not_taken_up_history() -> list[Event]:
         AssignmentNotTakenUp(generation=2, member_id="a2"),
         AssignmentCompleted(generation=3, strategy="x", assignment={"a2": [t0], "b": [t1]}),
     ]
-    return [
-        Event(event_id=f"r{i}", group="rntu", at=T0 + timedelta(seconds=i), data=d)
-        for i, d in enumerate(datas)
-    ]
+    return _history("rntu", datas)
 
 
 # a is replaced by a2 after generation 2, and a2 does not take generation 2 up: it holds
@@ -263,10 +267,7 @@ def _twice_not_taken_up_history() -> list[Event]:
         AssignmentNotTakenUp(generation=3, member_id="c"),
         AssignmentCompleted(generation=4, strategy="x", assignment={"a": [t0, t1], "c": []}),
     ]
-    return [
-        Event(event_id=f"w{i}", group="twice", at=T0 + timedelta(seconds=i), data=d)
-        for i, d in enumerate(datas)
-    ]
+    return _history("twice", datas)
 
 
 # c takes up neither generation 2 nor 3: it holds what it held before 2 (nothing) both
@@ -292,10 +293,7 @@ def _double_then_not_taken_up_history() -> list[Event]:
         AssignmentNotTakenUp(generation=2, member_id="a"),
         AssignmentCompleted(generation=3, strategy="x", assignment={"a": [t0], "b": [t1]}),
     ]
-    return [
-        Event(event_id=f"d{i}", group="double", at=T0 + timedelta(seconds=i), data=d)
-        for i, d in enumerate(datas)
-    ]
+    return _history("double", datas)
 
 
 # Generation 1 gives t0 to a and b (no prev(t0) from it); a does not take generation 2 up,
@@ -313,6 +311,14 @@ _DOUBLE_THEN_NOT_TAKEN_UP = [
     },
     _counts(7, 3, 2, moved=0, new=0, revoked=0, retainable=2, kept=2, imbalance=0, excess=0),
 ]
+
+
+_NOT_TAKEN_UP_BY_HAND: dict[str, tuple[Callable[[], list[Event]], list[dict[str, Any]]]] = {
+    "plain": (_not_taken_up_history, _NOT_TAKEN_UP),
+    "member-replaced": (_replaced_not_taken_up_history, _REPLACED_NOT_TAKEN_UP),
+    "twice": (_twice_not_taken_up_history, _TWICE_NOT_TAKEN_UP),
+    "double-assigned": (_double_then_not_taken_up_history, _DOUBLE_THEN_NOT_TAKEN_UP),
+}
 
 
 def _renamed(batch: list[list[Event]]) -> list[Event]:
@@ -344,28 +350,12 @@ class MetricsContract:
             ("default", "hand", "recorded")
         }
 
-    def test_not_taken_up_history(self) -> None:
-        events = _not_taken_up_history()
+    @pytest.mark.parametrize("case", sorted(_NOT_TAKEN_UP_BY_HAND))
+    def test_not_taken_up_histories(self, case: str) -> None:
+        history, expected = _NOT_TAKEN_UP_BY_HAND[case]
+        events = history()
         rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
-        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _NOT_TAKEN_UP
-        self.check(events)
-
-    def test_replaced_then_not_taken_up_history(self) -> None:
-        events = _replaced_not_taken_up_history()
-        rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
-        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _REPLACED_NOT_TAKEN_UP
-        self.check(events)
-
-    def test_twice_not_taken_up_history(self) -> None:
-        events = _twice_not_taken_up_history()
-        rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
-        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _TWICE_NOT_TAKEN_UP
-        self.check(events)
-
-    def test_double_then_not_taken_up_history(self) -> None:
-        events = _double_then_not_taken_up_history()
-        rows = sorted(self.engine_metrics(events), key=lambda r: r["version"])
-        assert [{k: r[k] for k in _NOT_TAKEN_UP[0]} for r in rows] == _DOUBLE_THEN_NOT_TAKEN_UP
+        assert [{k: r[k] for k in expected[0]} for r in rows] == expected
         self.check(events)
 
     odd_examples = 3
