@@ -44,6 +44,14 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from kstore import __version__
+
+        typer.echo(f"kstore {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     store: Annotated[
@@ -54,6 +62,12 @@ def _global(
             help="The DuckDB file of the store (default ./kstore.duckdb).",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
 ) -> None:
     ctx_state.store = store if store is not None else Path(DEFAULT_STORE)
 

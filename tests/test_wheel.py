@@ -90,6 +90,10 @@ def test_the_installed_wheel_runs_every_command(venv: Path, tmp_path: Path) -> N
     assert ROOT not in Path(where.strip()).parents
 
     kstore = str(venv / "bin" / "kstore")
+    installed = _ok(
+        [python, "-c", "import importlib.metadata as m; print(m.version('kstore'))"], tmp_path, env
+    )
+    assert _ok([kstore, "--version"], tmp_path, env) == f"kstore {installed.strip()}\n"
     first = [kstore, "--store", "first.duckdb"]
     store = [kstore, "--store", "kstore.duckdb"]
     assert "created" in _ok([*first, "init"], tmp_path, env)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import signal
@@ -124,6 +125,13 @@ def test_bad_input_stores_nothing(
     assert run(capsys, monkeypatch, "--store", store, "events")[1] == ""
     code, _, err = run(capsys, monkeypatch, "--store", store, "events", "--since", "yesterday")
     assert code == 2 and "--since" in err
+
+
+def test_version_is_the_installed_distributions(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(capsys, monkeypatch, "--version")
+    assert (code, out, err) == (0, f"kstore {importlib.metadata.version('kstore')}\n", "")
 
 
 def test_commands_on_a_missing_store(
@@ -255,7 +263,7 @@ def test_a_command_makes_only_its_own_parser(
     monkeypatch.setattr(typer.main, "get_params_from_function", reading)
     code, out, _ = run(capsys, monkeypatch, "partition", "--key", "k", "--partitions", "3")
     assert code == 0 and out.splitlines()[0].isdigit()
-    assert set(read) == {"_global", "partition_cmd"}
+    assert set(read) == {"_global", "_print_version", "partition_cmd"}
     read.clear()
     code, out, _ = run(capsys, monkeypatch, "--help")
     assert code == 0 and "append" in out and "partition" in out
