@@ -100,6 +100,16 @@ def _bucket(start: datetime, end: datetime, most: int) -> timedelta:
     return next((step for step in _STEPS if span / step <= most), _STEPS[-1])
 
 
+def _said(step: timedelta) -> str:
+    """A bucket's length as a reader says it: ``5 min``, ``3 h``, ``1 day``."""
+    seconds = int(step.total_seconds())
+    for unit, name in ((86400, "day"), (3600, "h"), (60, "min")):
+        if seconds >= unit and seconds % unit == 0:
+            count = seconds // unit
+            return f"{count} {name}{'s' if name == 'day' and count > 1 else ''}"
+    return f"{seconds} s"
+
+
 def _floor(at: datetime, start: datetime, step: timedelta) -> datetime:
     return start + step * ((at - start) // step)
 
@@ -228,8 +238,8 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         shared_xaxes=True,
         vertical_spacing=0.06,
         subplot_titles=(
-            f"rebalances per {step}",
-            f"partitions moved per {step} (log scale)",
+            f"rebalances per {_said(step)}",
+            f"partitions moved per {_said(step)} (log scale)",
             "average imbalance (max - min load)",
         ),
     )
@@ -318,7 +328,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
     # a bucket's width either side, so that one bucket alone is not stretched edge to edge
     figure.update_xaxes(range=[start - step, _floor(end, start, step) + 2 * step])
-    return figure, str(step)
+    return figure, _said(step)
 
 
 def _reasons(rows: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, Result]:

@@ -228,8 +228,12 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     kinds = dict(zip(reason_bars["x"], reason_bars["y"], strict=True))
     # every fifth rebalance of 2,000 is a first round, all but the first (nothing to take)
     assert kinds["follow-up"] == 399 and kinds["join"] + kinds["session timeout"] == 2000
-    # rates per bucket, not a point per rebalance
+    # rates per bucket, not a point per rebalance; the bucket said as a reader says it
     assert all(len(trace["x"]) <= 300 for trace in by_id["rates"]["data"])
+    said = re.search(r"<h2>Rates \(per (\d+ (?:s|min|h|days?))\)</h2>", text)
+    assert said is not None, "a bucket said as a time delta (0:05:00)"
+    titles = [a["text"] for a in by_id["rates"]["layout"]["annotations"]]
+    assert f"rebalances per {said.group(1)}" in titles
     # the ownership view names every owner, marks moves, and shows unowned cells
     heatmap, moves = by_id["own0"]["data"]
     owners = kstore(fleet, "sql", "SELECT count(DISTINCT member) AS n FROM kstore_assignments "
