@@ -302,7 +302,7 @@ def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
     metrics = [{"timeline": t, "at": at, "moved": 3, "imbalance": 0} for t in ("sim/a", "replay/b")]
     figure, step = _rates(metrics, ["sim/a", "replay/b"])
     bucket_ms = timedelta(seconds=1) / timedelta(milliseconds=1)
-    assert step == "0:00:01"
+    assert step == "1 s"
     bars = [t for t in figure.data if t.type == "bar"]
     assert len(bars) == 2  # rebalances; moves and imbalance are lines with markers
     spans = set()
