@@ -9,6 +9,8 @@ for the quirks reproduced and the one Kafka crash answered instead.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import numpy.typing as npt
 
@@ -146,10 +148,21 @@ def _chunks_large(group: StickyGroup, owner: IntArray | list[int]) -> list[list[
     order = np.argsort(holders, kind="stable")
     pids = pids[order]
     bounds = np.cumsum(np.bincount(holders, minlength=len(group.member_ids))).tolist()
-    topic, partition = group.split(pids)
-    names = np.asarray(group.topics, dtype=object)
-    pairs: list[TopicPartition] = list(zip(names[topic].tolist(), partition.tolist(), strict=True))
+    pairs = list(
+        map(_pairs(tuple(group.topics), tuple(group.partition_counts)).__getitem__, pids.tolist())
+    )
     return [pairs[bounds[i - 1] if i else 0 : bounds[i]] for i in range(len(bounds))]
+
+
+@lru_cache(maxsize=2)
+def _pairs(topics: tuple[str, ...], counts: tuple[int, ...]) -> list[TopicPartition]:
+    """Every partition of ``topics`` (``counts`` of each) by partition id, as its
+    (topic, partition) pair: made once for answers on the same topics, so that
+    consecutive answers list the very same pair objects. Who compares two answers'
+    lists then stops at each pair's identity: the store's projection of a replay's
+    sticky decisions, each compared with the one before (60 x 10,000 partitions: the
+    replay's store part 0.80 -> 0.68 s)."""
+    return [(topic, p) for topic, count in zip(topics, counts, strict=True) for p in range(count)]
 
 
 STICKY = StickyAssignor("sticky", cooperative=False)
