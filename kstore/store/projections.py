@@ -77,7 +77,11 @@ class StreamHead:
 
     def to_json(self) -> str:
         owners = [[t, p, m] for (t, p), m in self.last_owner.items()]
-        return json.dumps({"state": self.state.to_dict(), "last_owner": owners})
+        # No check for cycles (there are none): its bookkeeping per list was half the
+        # time of a 10,000-partition head's text (19.5 -> 8.7 ms), the text the same.
+        return json.dumps(
+            {"state": self.state.to_dict(), "last_owner": owners}, check_circular=False
+        )
 
     @classmethod
     def from_json(cls, text: str) -> StreamHead:
