@@ -24,6 +24,7 @@ from kstore.model import (
 )
 from kstore.store.log import Store
 from tests.analytics.oracle import metrics as oracle_metrics
+from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 TOPICS = ["t1", "t2", "t3"]
@@ -142,8 +143,7 @@ def _compare(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> None:
 def test_metrics_match_the_definitions(
     tmp_path_factory: Any, history: list[Event], other: list[Event]
 ) -> None:
-    store = Store(Path(tmp_path_factory.mktemp("m")) / "kstore.duckdb")
-    store.init()
+    store = initialised_store(Path(tmp_path_factory.mktemp("m")) / "kstore.duckdb")
     store.append([*history, *other])
     result = run_query(store, "metrics", {"group": "g"})
     assert result.columns == COLUMNS
@@ -157,8 +157,7 @@ def test_metrics_match_the_definitions(
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories())
 def test_metrics_survive_a_rebuild(tmp_path_factory: Any, history: list[Event]) -> None:
-    store = Store(Path(tmp_path_factory.mktemp("r")) / "kstore.duckdb")
-    store.init()
+    store = initialised_store(Path(tmp_path_factory.mktemp("r")) / "kstore.duckdb")
     store.append(history)
     before = run_query(store, "metrics", {}).rows
     store.rebuild()

@@ -9,13 +9,12 @@ import pytest
 
 from kstore.store.log import Store
 from tests.broker import Broker, start_broker, tansu_binary
+from tests.store._stores import initialised_store
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    created = Store(tmp_path / "kstore.duckdb")
-    created.init()
-    return created
+    return initialised_store(tmp_path / "kstore.duckdb")
 
 
 @pytest.fixture(scope="module")

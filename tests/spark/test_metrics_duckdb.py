@@ -8,8 +8,8 @@ from typing import Any
 
 from kstore.analytics import run_query
 from kstore.model import Event
-from kstore.store.log import Store
 from tests.spark.metrics_contract import MetricsContract
+from tests.store._stores import initialised_store
 
 
 class TestDuckDBMetrics(MetricsContract):
@@ -19,7 +19,6 @@ class TestDuckDBMetrics(MetricsContract):
 
     def engine_metrics(self, events: list[Event]) -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory() as tmp:
-            store = Store(Path(tmp) / "kstore.duckdb")
-            store.init()
+            store = initialised_store(Path(tmp) / "kstore.duckdb")
             store.append(events)
             return run_query(store, "metrics", {}).records()

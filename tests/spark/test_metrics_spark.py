@@ -16,6 +16,7 @@ from kstore.spark._frames import read_log
 from kstore.spark._metrics import METRIC_COLUMNS, WINDOW_COLUMNS, metrics_of, summarise
 from kstore.store.log import Store
 from tests.spark.metrics_contract import MetricsContract, comparable
+from tests.store._stores import initialised_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -27,8 +28,7 @@ class TestSparkMetrics(MetricsContract):
 
     def engine_metrics(self, events: list[Event]) -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory() as tmp:
-            store = Store(Path(tmp) / "kstore.duckdb")
-            store.init()
+            store = initialised_store(Path(tmp) / "kstore.duckdb")
             store.append(events)
             export_store(store, Path(tmp) / "out")
             with metrics_of(self.spark, read_log(self.spark, [Path(tmp) / "out"])) as frame:

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from kstore.store.log import Store
+from tests.store._stores import initialised_store
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    created = Store(tmp_path / "kstore.duckdb")
-    created.init()
-    return created
+    return initialised_store(tmp_path / "kstore.duckdb")

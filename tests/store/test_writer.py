@@ -23,6 +23,7 @@ from kstore.store.memory import MemoryStore
 from kstore.store.testing import T0, G, H, history
 from kstore.store.writer import Writer, stamp
 from tests.processes import alive, children
+from tests.store._stores import initialised_store
 
 
 class CountingStore(MemoryStore):
@@ -42,9 +43,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventStore
     if request.param == "memory":
         yield MemoryStore()
     else:
-        created = Store(tmp_path / "kstore.duckdb")
-        created.init()
-        yield created
+        yield initialised_store(tmp_path / "kstore.duckdb")
 
 
 def test_batches_go_in_at_the_versions_expected(store: EventStore) -> None:
