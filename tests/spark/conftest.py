@@ -19,6 +19,9 @@ SETTINGS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
+    # C1 only, as ``fit_jvm`` has a small local command do: the tests' jobs are small and
+    # many, and C2's compiling of them took a core from the other worker.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
 
 
