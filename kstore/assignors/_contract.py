@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -147,6 +148,9 @@ def parse_requests(lines: Iterable[str]) -> Iterator[AssignmentRequest]:
             raise ContractError(f"line {number}: {exc}") from None
 
 
+_TOPICS = attrgetter("topics")
+
+
 def normalise(request: AssignmentRequest, *, owned: bool = True) -> AssignmentRequest:
     """Apply the contract's own rules before any assignor sees the request.
 
@@ -157,6 +161,8 @@ def normalise(request: AssignmentRequest, *, owned: bool = True) -> AssignmentRe
     """
     topics = request.topics
     fixed: dict[str, MemberSubscription] = {}
+    if not owned and max(map(len, map(_TOPICS, request.members.values())), default=0) < 2:
+        return request  # no owned partitions to look at, no topic listed twice (maps)
     for member_id, sub in request.members.items():
         kept = _existing_once(sub.owned, topics) if owned and sub.owned else sub.owned
         sub_topics = sub.topics

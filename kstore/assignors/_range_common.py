@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, cycle, islice, product, repeat
-from operator import call
+from operator import attrgetter, call
 
 from kstore._java import hash_order, java_sorted, java_string_key
 from kstore.assignors._contract import (
@@ -31,15 +31,22 @@ __all__ = [
 ]
 
 
+_TOPICS = attrgetter("topics")
+_INSTANCE = attrgetter("instance_id")
+_APPEND = attrgetter("append")
+
+
 def ordered_members(request: AssignmentRequest) -> list[str]:
     """Member ids in Kafka's order: static members by instance id, then the rest by id."""
     members = request.members
     ids = list(members)
-    static = {m: sub.instance_id for m, sub in members.items() if sub.instance_id is not None}
+    instances = list(map(_INSTANCE, members.values()))
+    if instances.count(None) == len(ids):  # no static member (maps: every decision asks)
+        key = java_string_key(ids)
+        return sorted(ids) if key is str else sorted(ids, key=key)
+    static = {m: i for m, i in zip(ids, instances, strict=True) if i is not None}
     key = java_string_key(chain(ids, static.values()))
     dynamic = sorted((m for m in ids if m not in static), key=key)
-    if not static:
-        return dynamic
     base: Iterable[str] = static
     if len(set(static.values())) < len(static):
         # Equal instance ids compare equal: the stable sort keeps the HashMap order.
@@ -54,10 +61,14 @@ def topic_subscribers(request: AssignmentRequest, order: list[str]) -> dict[str,
     subscribes to the same topics costs one list, not one per topic.
     """
     topics = request.topics
-    members = request.members
+    # Each member's subscription by maps (every decision asks): mostly one for all.
+    subscriptions = list(map(tuple, map(_TOPICS, map(request.members.__getitem__, order))))
     by_subscription: dict[tuple[str, ...], list[int]] = {}
-    for position, member in enumerate(order):
-        by_subscription.setdefault(tuple(members[member].topics), []).append(position)
+    if subscriptions and subscriptions.count(subscriptions[0]) == len(subscriptions):
+        by_subscription[subscriptions[0]] = list(range(len(subscriptions)))
+    else:
+        for position, subscription in enumerate(subscriptions):
+            by_subscription.setdefault(subscription, []).append(position)
     groups = list(by_subscription.values())
     naming: defaultdict[str, list[int]] = defaultdict(list)  # topic -> indices into groups
     for index, subscription in enumerate(by_subscription):
@@ -88,9 +99,12 @@ class Dealer:
     """
 
     def __init__(self, request: AssignmentRequest, order: list[str]) -> None:
-        self.assignment: Assignment = {member: [] for member in request.members}
-        self._lists = [self.assignment[member] for member in order]
-        self._append: list[_Append] = [found.append for found in self._lists]
+        # Maps, no Python per member (every decision of a simulation makes a dealer).
+        members = request.members
+        empty: Iterator[list[TopicPartition]] = map(list, repeat((), len(members)))
+        self.assignment: Assignment = dict(zip(members, empty, strict=True))
+        self._lists = list(map(self.assignment.__getitem__, order))
+        self._appends: list[_Append] | None = None
         # Topics with the same subscriber list (shared, see topic_subscribers) and
         # partition count have the same owners.
         self._range_owners: dict[tuple[int, int], list[_Append]] = {}
@@ -163,6 +177,13 @@ class Dealer:
         positions = map(subscribers.__getitem__, owner)
         self._deal(topic, len(owner), map(self._append.__getitem__, positions))
 
+    @property
+    def _append(self) -> list[_Append]:
+        """Each list's ``append``, in ``order`` (made when first dealt with)."""
+        if self._appends is None:
+            self._appends = list(map(_APPEND, self._lists))
+        return self._appends
+
     def result(self) -> AssignmentResult:
         return AssignmentResult.model_construct(assignment=self.assignment, warnings=[])
 
@@ -170,6 +191,12 @@ class Dealer:
         # Every topic has these subscribers and ``count`` partitions, so each subscriber
         # gets the same range of every topic: its whole list is one product, made in C.
         base, extra = divmod(count, len(subscribers))
+        if len(topics) == 1:  # one topic: each list the next of its partitions, by maps
+            lists = map(self._lists.__getitem__, subscribers[:count])
+            lengths = chain(repeat(base + 1, extra), repeat(base, len(subscribers) - extra))
+            partitions = repeat(_partitions(topics[0], count))
+            deque(map(list.extend, lists, map(islice, partitions, lengths)), maxlen=0)
+            return
         start = 0
         for k, position in enumerate(subscribers[:count]):
             end = start + base + (k < extra)

@@ -25,6 +25,7 @@ takes up to its room from the lowest-numbered free partitions.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from kstore.assignors._contract import AssignmentRequest, AssignmentResult
 from kstore.assignors._range_common import (
@@ -36,6 +37,7 @@ from kstore.assignors._range_common import (
 __all__ = ["RANGE", "RangeAssignor"]
 
 _FREE = -1
+_RACK = attrgetter("rack")
 
 
 class _Quota:
@@ -218,7 +220,7 @@ class RangeAssignor:
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         order = ordered_members(request)
         subscribers = topic_subscribers(request, order)
-        racks = [request.members[member].rack or None for member in order]
+        racks = [rack or None for rack in map(_RACK, map(request.members.__getitem__, order))]
         owners = _rack_matched_owners(request, racks, subscribers)
         dealer = Dealer(request, order)
         dealer.all_ranges(request.topics, subscribers, owners)
