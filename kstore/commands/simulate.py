@@ -72,8 +72,7 @@ def simulate(
 ) -> None:
     scenario = _override(_scenario(file, kind, members, steps, seed, protocol), strategy, protocol)
     store = Store(store_path)
-    if not store_path.exists():
-        store.init()
+    new_store = not store_path.exists()  # created while the run begins (``run_scenario``)
     show = progress or sys.stderr.isatty()
     with progress_bar(
         "simulating {task.description}",
@@ -91,6 +90,7 @@ def simulate(
                 seed=seed,
                 progress=lambda now, end: bar.update(task, completed=now, total=end),
                 stop=stopped.is_set,
+                new_store=new_store,
             )
     if not result.complete:
         kept = result.resumed + result.appended

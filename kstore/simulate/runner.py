@@ -9,6 +9,7 @@ again therefore ends with exactly the events of a run straight through.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
 from kstore.protocol.group import GroupSim, MemberSpec, ResumeMismatch
 from kstore.simulate.scenario import MemberGroup, Scenario, Step
-from kstore.store.writer import Writer
+from kstore.store.writer import _FORKS, Writer, _Apart
 
 if TYPE_CHECKING:
     from kstore.store.interface import EventStore
@@ -50,13 +51,15 @@ def _cpu_times() -> tuple[int, int] | None:
     return ticks[3] + ticks[4], sum(ticks[:8])  # idle + iowait; user .. steal
 
 
-def _core_free(since: tuple[int, int] | None) -> bool:
+def _core_free(since: tuple[int, int] | None, lent: float = 0.0) -> bool:
     """Whether to append a store file's batches in a forked process while the run goes
     on: ``KSTORE_APPEND_APART`` 1 or 0, else when half a core or more was idle while the
-    run made its first batch (``since``: ``_cpu_times`` at its start; the load average
-    a core below the machine's count where that cannot be read). Appending apart costs
-    a quarter to two fifths more CPU than appending in the run's process (more, smaller
-    batches; pages copied on write), which a busy machine pays in wall time too. The
+    run made its first batch (``since``: ``_cpu_times`` at its start; ``lent``: CPU
+    seconds of the run's own work apart meanwhile, the store's creation, counted as
+    idle; the load average a core below the machine's count where that cannot be
+    read). Appending apart costs a quarter to two fifths more CPU than appending in the
+    run's process (more, smaller batches; pages copied on write), which a busy machine
+    pays in wall time too. The
     load average alone was the last minute's: a run started just after another
     command (its own previous run) appended in-process on an idle machine, 13-14 s
     instead of 10 for the 10,000-step steady-churn run."""
@@ -66,7 +69,8 @@ def _core_free(since: tuple[int, int] | None) -> bool:
     now = _cpu_times()
     if since is None or now is None or now[1] <= since[1]:
         return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
-    idle = (now[0] - since[0]) / (now[1] - since[1]) * (os.cpu_count() or 1)
+    lent_ticks = lent * os.sysconf("SC_CLK_TCK") if lent else 0.0
+    idle = (now[0] - since[0] + lent_ticks) / (now[1] - since[1]) * (os.cpu_count() or 1)
     return idle >= 0.5
 
 
@@ -202,8 +206,14 @@ def run_scenario(
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
     stop_after: int | None = None,
+    new_store: bool = False,
 ) -> RunResult:
     """Run ``scenario`` into ``store`` (or only in memory when ``store`` is ``None``).
+
+    ``new_store``: ``store`` is a store file that does not exist yet. It is created
+    (``Store.init``) in a forked copy of this process while the run begins (a second of
+    wall time on the critical path otherwise), its first append waiting for it; the run
+    waits for it however it ends (a store half made would be a damaged file).
 
     ``progress(now_ms, end_ms)`` is called as simulated time advances. ``stop``, asked as
     often, ends the run early: the events made so far are stored (a batch being stored
@@ -217,25 +227,42 @@ def run_scenario(
     apart_if_free = False
     stored: list[Event] = []
     state = None
+    began = _cpu_times()
+    making: _Apart | None = None  # the store being created apart
     if store is not None:
         from kstore.store.log import Store
 
         writer = Writer(store, batch_events=None)
         apart_if_free = isinstance(store, Store)
-        stored = list(writer.stored(stream))
+        if new_store and isinstance(store, Store) and _FORKS:
+            making = _Apart(store.init, "creating the store")
+            stored = list(writer.stored(stream, 0))  # a new store holds nothing
+        else:
+            if new_store and isinstance(store, Store):
+                store.init()
+            stored = list(writer.stored(stream))
         state = writer.fold()
-    began = _cpu_times()
     sim = build_sim(scenario, stream, seed, stored, state)
     driver = _Driver(sim, scenario)
     appended = 0
     batch_size = FLUSH_EVERY
+    lent = 0.0
+
+    def made() -> None:
+        """Wait for the store being created apart, if it is (its error raised)."""
+        nonlocal making, lent
+        if making is not None:
+            creating, making = making, None
+            creating.result()
+            lent = creating.cpu
 
     def flush(last: bool) -> None:
         nonlocal appended, batch_size, apart_if_free
         if writer is None or not sim.emitted:
             return  # in memory, ``sim.emitted`` keeps the whole run
+        made()
         if apart_if_free:  # decided once, at the first batch: how busy is the machine now
-            writer.apart, apart_if_free = _core_free(began), False
+            writer.apart, apart_if_free = _core_free(began, lent), False
         batch, sim.emitted = sim.emitted, []
         if stop_after is not None:
             batch = batch[: max(stop_after - appended, 0)]
@@ -272,6 +299,7 @@ def run_scenario(
                     progress(sim.now, end)
                 if stop is not None and stop():
                     flush(last=True)
+                    made()
                     if writer is not None:
                         writer.wait()
                     return RunResult(sim, stream, len(stored), appended, complete=False)
@@ -282,11 +310,15 @@ def run_scenario(
                 f"writes ({sim.state.version}); use another --timeline"
             )
         flush(last=True)
+        made()
     except BaseException:
         if writer is not None:
             # The batch being appended apart is not stored: the store stays at the end
             # of the last one, where a resume starts (Ctrl-C ends the run at once).
             writer.abandon()
+        if making is not None:  # the store is made whole all the same (a second)
+            with contextlib.suppress(Exception):
+                making.result()
         raise
     sim.finish()
     if progress is not None:

@@ -35,6 +35,7 @@ Tables (one set of rows per E, keyed by its stream and version):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, compress, filterfalse, repeat
@@ -478,12 +479,16 @@ class Entries:
 
     def previous(self, index: _Ints) -> Coded:
         """The previous owners (``prev(p)``) of the entries ``index``, coded (-1: none)."""
-        names: dict[str | None, int] = {}
-        codes = [names.setdefault(name, len(names)) for p in self.people for name in p]
-        known = np.array([*codes, -1], dtype=np.int64)  # the last: none
+        # Each decision's people coded in the batch: maps, no Python per name (a
+        # decision has as many as members).
+        every = list(chain.from_iterable(self.people))
+        distinct = dict.fromkeys(every)
+        names = dict(zip(distinct, range(len(distinct)), strict=True))
+        codes = chain(map(names.__getitem__, every), (-1,))  # the last: none
+        known = np.fromiter(codes, dtype=np.int64, count=len(every) + 1)
         base = offsets([len(p) for p in self.people])
         local = self.local_prev[index]
-        at = np.where(local >= 0, base[self.event[index]] + local, len(codes))
+        at = np.where(local >= 0, base[self.event[index]] + local, len(every))
         return Coded(known[at], [str(name) for name in names])
 
     def changed(self) -> _Ints:
@@ -637,12 +642,13 @@ class _Analytics:
         for index, (d, mcode) in enumerate(zip(decisions, entries.people, strict=True)):
             applied = d.applied
             members, topics = applied.members, applied.topics
-            revoked = _revoked(applied.previous, d)
+            gone_members, gone_tps = _revoked(applied.previous, d)
+            gone_topics, gone_numbers = zip(*gone_tps, strict=True) if gone_tps else ((), ())
             kinds = subscribed.read(members)
             own = assigned_topics[bounds[index] : bounds[index + 1]]
             names = sorted(
                 {*own}
-                | {tp[0] for _, tp in revoked}
+                | {*gone_topics}
                 | {t for kind in dict.fromkeys(kinds) for t in subscribed.topics[kind]}
             )
             tcode = {t: i for i, t in enumerate(names)}
@@ -650,19 +656,24 @@ class _Analytics:
             mcode = dict(mcode)
             _code_new(mcode, members)
             count = len(mcode)
-            per_topic = dict.fromkeys(names, 0)
-            for _, tp in revoked:  # (member, partition) pairs
-                per_topic[tp[0]] += 1
             self.names.extend(names)
             widths.append(len(names))
             people.append(count)
             self.size.extend([topics.get(t, 0) for t in names])
             self.exists.extend([t in topics for t in names])
-            self.revoked.extend(per_topic.values())
+            if len(names) == 1:  # one topic (the usual group): all its partitions'
+                self.revoked.append(len(gone_topics))
+            else:
+                per_topic = Counter(gone_topics)
+                self.revoked.extend([per_topic[t] for t in names])
             subscribed.add(members, kinds, mcode, tcode, d.key[:3])
             self._listed("kstore_topics_at", list(topics.items()), topics_at)
             self._listed("kstore_double_assignments", _doubled(d), doubled)
-            self._listed("kstore_revocations", [(m, *tp) for m, tp in revoked], gone)
+            # Columns as ``_revoked`` gives them: no tuple per (member, partition) pair.
+            self.rows["kstore_revocations"][0].append(len(gone_members))
+            gone["member"].extend(gone_members)
+            gone["topic"].extend(gone_topics)
+            gone["partition"].extend(gone_numbers)
         self.widths = widths
         self._all: _Ints | None = None  # every entry per topic slot (``_of_topics``)
         self.subscribed = subscribed.rows()
@@ -972,12 +983,15 @@ def _doubled(d: Decision) -> list[tuple[str, int, str]]:
 
 def _revoked(
     previous: Mapping[str, tuple[TopicPartition, ...]], d: Decision
-) -> list[tuple[str, TopicPartition]]:
-    """(member, partition) pairs of ``previous`` that E (``d``) does not give that
-    member (none of a list E repeats from ``previous``)."""
+) -> tuple[list[str], list[TopicPartition]]:
+    """The (member, partition) pairs of ``previous`` that E (``d``) does not give that
+    member (none of a list E repeats from ``previous``), as two columns: each pair's
+    member and its partition. Maps over a member's list, no Python per pair (an eager
+    range decision revokes from almost every member)."""
     assignment = d.data.assignment
     repeated = set() if d.repeated is None else set(compress(d.owners, d.repeated))
-    out: list[tuple[str, TopicPartition]] = []
+    members: list[str] = []
+    tps_out: list[TopicPartition] = []
     for m in filterfalse(repeated.__contains__, previous):
         tps = previous[m]
         now = assignment.get(m, ())
@@ -985,5 +999,7 @@ def _revoked(
             continue
         kept = set(now)
         if not kept.issuperset(tps):
-            out.extend((m, tp) for tp in dict.fromkeys(tps) if tp not in kept)
-    return out
+            gone = list(filterfalse(kept.__contains__, dict.fromkeys(tps)))
+            tps_out.extend(gone)
+            members.extend(repeat(m, len(gone)))
+    return members, tps_out

@@ -182,3 +182,57 @@ def test_appending_apart_is_decided_by_the_idle_time_of_the_first_batch(
     second = runner._cpu_times()
     if first is not None and second is not None:
         assert second[0] >= first[0] and second[1] >= first[1] > first[0]
+
+
+def test_a_new_store_is_created_apart_while_the_run_begins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `kstore simulate` into a store that does not exist: the store is created in a
+    # forked copy while the run makes its first events (a second of wall time on the
+    # critical path otherwise); the run's first append waits for it.
+    import os
+
+    made_by = tmp_path / "made-by"
+    init = Store.init
+
+    def recorded(self: Store) -> tuple[str | None, str]:
+        made_by.write_text(str(os.getpid()))
+        return init(self)
+
+    monkeypatch.setattr(Store, "init", recorded)
+    db = tmp_path / "new.duckdb"
+    args = ["--store", str(db), "simulate", "--generate", "steady-churn", "--members", "4"]
+    result = CliRunner().invoke(app, [*args, "--steps", "30", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    if runner._FORKS:
+        assert int(made_by.read_text()) != os.getpid()
+    timeline = "sim/steady-churn-4-30-2"
+    scenario = generate("steady-churn", members=4, steps=30, seed=2)
+    in_memory = run_scenario(scenario, store=None, timeline=timeline, seed=2)
+    assert _stored(Store(db), timeline) == [e.to_dict() for e in in_memory.sim.emitted]
+
+
+def test_a_store_that_fails_to_be_created_fails_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(self: Store) -> tuple[str | None, str]:
+        raise PermissionError(f"{self.path}: read-only")
+
+    monkeypatch.setattr(Store, "init", refused)
+    scenario = generate("steady-churn", members=4, steps=30, seed=2)
+    store = Store(tmp_path / "new.duckdb")
+    with pytest.raises(PermissionError, match="read-only"):
+        run_scenario(scenario, store=store, timeline="sim/x", seed=2, new_store=True)
+
+
+def test_the_store_created_apart_counts_as_idle_in_the_choice_to_append_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The store's creation ran on the other core while the first batch was made: the
+    # run's own work, not another process's, so it does not tell the machine is busy.
+    monkeypatch.delenv("KSTORE_APPEND_APART", raising=False)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(runner, "_cpu_times", lambda: (40, 200))  # 0.4 of a core idle
+    assert not runner._core_free((0, 0))
+    ticks = runner.os.sysconf("SC_CLK_TCK")
+    assert runner._core_free((0, 0), lent=20 / ticks)  # (40 + 20) / 200 x 2 = 0.6
