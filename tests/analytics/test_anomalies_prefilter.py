@@ -13,6 +13,7 @@ from kstore.analytics import run_query
 from kstore.store.log import Store
 from tests.analytics.test_golden_queries import GOLDEN, load_log
 from tests.report.test_pages import _big
+from tests.store._stores import initialised_store
 
 EVERY_PARTITION = """
 SELECT x.cluster, x.group_id, x.timeline, x.version, x.topic, CAST(p.range AS INTEGER)
@@ -30,15 +31,13 @@ ORDER BY ALL
 
 @pytest.mark.parametrize("log", sorted(p.stem for p in (GOLDEN / "logs").glob("*.yaml")))
 def test_golden_logs(log: str, tmp_path: Path) -> None:
-    store = Store(tmp_path / "kstore.duckdb")
-    store.init()
+    store = initialised_store(tmp_path / "kstore.duckdb")
     store.append(load_log(log))
     _same(store)
 
 
 def test_a_long_cooperative_history(tmp_path: Path) -> None:
-    store = Store(tmp_path / "kstore.duckdb")
-    store.init()
+    store = initialised_store(tmp_path / "kstore.duckdb")
     _big(store, "g", rebalances=200, partitions=30, members=12)
     assert _same(store) > 100  # a cooperative round's withheld partitions
 

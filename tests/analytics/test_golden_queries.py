@@ -21,6 +21,7 @@ from kstore.analytics import queries, run_query
 from kstore.model import Event, parse_event
 from kstore.store import Store
 from tests.analytics.oracle import metrics as oracle_metrics
+from tests.store._stores import initialised_store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "queries"
 CASES = sorted(GOLDEN.glob("*/*.yaml"))
@@ -44,8 +45,7 @@ def load_log(name: str) -> list[Event]:
 
 @cache
 def _store(name: str, root: Path) -> Store:
-    store = Store(root / f"{name}.duckdb")
-    store.init()
+    store = initialised_store(root / f"{name}.duckdb")
     store.append(load_log(name))
     return store
 

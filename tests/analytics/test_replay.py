@@ -29,6 +29,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.store.log import Store
+from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
@@ -123,8 +124,7 @@ def _timeline(store: Store, stream: StreamId) -> list[dict[str, Any]]:
 
 def _straight(tmp_path: Path, source: list[Event], strategy: str) -> list[dict[str, Any]]:
     """The timeline of an uninterrupted replay of ``source``."""
-    straight = Store(tmp_path / "straight.duckdb")
-    straight.init()
+    straight = initialised_store(tmp_path / "straight.duckdb")
     straight.append(source)
     done = replay(straight, group="g", strategy=strategy)
     return _timeline(straight, done.stream)
@@ -242,8 +242,7 @@ def test_a_killed_replay_process_resumes_to_the_straight_one(tmp_path: Path) -> 
     through the CLI: the same timeline as an uninterrupted replay."""
     source = list(group_events("g", 800, seed=11))
     db = tmp_path / "killed.duckdb"
-    store = Store(db)
-    store.init()
+    store = initialised_store(db)
     store.append(source)
     stream = StreamId("default", "g", "replay/cooperative-sticky")
     expected = list(replay_events(source, stream, "cooperative-sticky"))
@@ -297,8 +296,7 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     was stored and the resuming command, exit 130, and the resume completes it."""
     source = list(group_events("g", 800, seed=11))
     db = tmp_path / "ctrl-c.duckdb"
-    store = Store(db)
-    store.init()
+    store = initialised_store(db)
     store.append(source)
     stream = StreamId("default", "g", "replay/cooperative-sticky")
     expected = list(replay_events(source, stream, "cooperative-sticky"))
@@ -368,8 +366,7 @@ def _on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
 
 def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> None:
     db = tmp_path / "bar.duckdb"
-    store = Store(db)
-    store.init()
+    store = initialised_store(db)
     store.append(list(group_events("g", 200, seed=3)))
     command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
     piped = subprocess.run([*command, "--strategy", "range"], capture_output=True, text=True)
@@ -384,8 +381,7 @@ def test_the_bar_keeps_its_figures_whole_in_a_narrow_terminal(tmp_path: Path) ->
     """A long group name used to push the count and the time left off an 80-column line
     (``1… source events 507/s 0:0…``); now the name shortens instead."""
     db = tmp_path / "bar.duckdb"
-    store = Store(db)
-    store.init()
+    store = initialised_store(db)
     group = "orders-consumers-of-the-eu-west-payments-platform-" + "x" * 20
     store.append(list(group_events(group, 200, seed=3)))
     command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", group]

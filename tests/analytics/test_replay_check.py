@@ -22,6 +22,7 @@ from kstore.model import (
 )
 from kstore.store.log import Store
 from tests.analytics.test_replay_same import _assignments, _events, _librdkafka_join, decided
+from tests.store._stores import initialised_store
 
 
 def _third_joins(m2_holds: list[int], m3_gets: list[int], said: bool = False) -> list[Event]:
@@ -117,8 +118,7 @@ def test_the_cli_prints_each_decision_and_exits_1_when_one_is_not_the_answer(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "k.duckdb"
-    store = Store(path)
-    store.init()
+    store = initialised_store(path)
     store.append(_third_joins(list(range(6)), [6, 7]))
     done = _cli(path, "--check", "--format", "jsonl")
     assert done.returncode == 1, done.stderr
@@ -141,8 +141,7 @@ def test_the_cli_prints_each_decision_and_exits_1_when_one_is_not_the_answer(
 
 def test_the_cli_exits_0_when_every_decision_is_the_answer(tmp_path: Path) -> None:
     path = tmp_path / "k.duckdb"
-    store = Store(path)
-    store.init()
+    store = initialised_store(path)
     store.append(_librdkafka_join())
     done = _cli(path, "--check", "--format", "csv")
     assert done.returncode == 0, done.stderr

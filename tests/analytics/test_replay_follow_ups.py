@@ -11,6 +11,7 @@ from kstore.commands.simulate import _override
 from kstore.model import AssignmentCompleted
 from kstore.simulate import load_scenario, run_scenario
 from kstore.store.log import Store
+from tests.store._stores import initialised_store
 
 EXAMPLES = sorted(Path(__file__).parents[2].joinpath("examples").glob("*.yaml"))
 
@@ -40,8 +41,7 @@ def test_a_replay_with_the_sources_strategy_gives_back_its_history(
     tmp_path: Path, example: Path, strategy: str, protocol: str
 ) -> None:
     scenario = _override(load_scenario(example), strategy, protocol)
-    store = Store(tmp_path / "s.duckdb")
-    store.init()
+    store = initialised_store(tmp_path / "s.duckdb")
     result = run_scenario(scenario, store=store, timeline="sim", seed=1)
     cluster, group, _ = result.stream
     replay(store, cluster=cluster, group=group, strategy=strategy, source="sim")

@@ -12,6 +12,7 @@ from kstore.store.log import Store
 from tests.analytics.test_coverage import _stopper
 from tests.analytics.test_replay_check import _third_joins
 from tests.analytics.test_replay_same import _assignments, _events, decided
+from tests.store._stores import initialised_store
 
 
 def _said_twice() -> list[Event]:
@@ -55,14 +56,12 @@ def test_the_replay_keeps_each_member_that_did_not_take_a_round_up(store: Store)
 
 def test_a_replay_stopped_anywhere_and_resumed_is_the_whole_one(tmp_path: Path) -> None:
     events = _said_twice()
-    whole = Store(tmp_path / "whole.duckdb")
-    whole.init()
+    whole = initialised_store(tmp_path / "whole.duckdb")
     whole.append(events)
     replay(whole, group="g", strategy="same")
     expected = _replayed(whole)
     for after in range(1, len(events)):
-        store = Store(tmp_path / f"stopped-{after}.duckdb")
-        store.init()
+        store = initialised_store(tmp_path / f"stopped-{after}.duckdb")
         store.append(events)
         assert not replay(store, group="g", strategy="same", stop=_stopper(after)).complete
         replay(store, group="g", strategy="same", resume=True)

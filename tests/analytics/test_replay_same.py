@@ -21,6 +21,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.store.log import Store
+from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 RDKAFKA = "librdkafka 2.16.0"
@@ -121,8 +122,7 @@ def test_same_names_a_generation_whose_strategy_kstore_does_not_know(store: Stor
 
 def test_the_cli_replays_with_the_same_flavours_by_default(tmp_path: Path) -> None:
     path = tmp_path / "k.duckdb"
-    store = Store(path)
-    store.init()
+    store = initialised_store(path)
     store.append(_librdkafka_join())
     done = subprocess.run(
         [sys.executable, "-m", "kstore.cli", "--store", str(path), "replay", "--group", "g"],

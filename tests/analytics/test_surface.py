@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kstore.model import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
-from kstore.store.log import Store
+from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 REASONS = ["Optional[static-1] rejoined", "member :x: left [/] now", "[bold]join[/bold]"]
@@ -43,8 +43,7 @@ def kstore(*args: str, columns: int | None = None) -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Group ``orders`` in cluster ``prod`` only; group ``shared`` in two clusters."""
-    store = Store(tmp_path_factory.mktemp("surface") / "kstore.duckdb")
-    store.init()
+    store = initialised_store(tmp_path_factory.mktemp("surface") / "kstore.duckdb")
     members = [MEMBER, "b", "c"]
     datas: list[object] = [
         TopicChanged(topic="payments", partitions=6),
@@ -237,8 +236,7 @@ def test_unknown_names_are_one_line_errors(path: Path, args: list[str], message:
 def test_replay_infers_the_one_timeline_that_is_no_replay(tmp_path: Path) -> None:
     """A simulated group has no ``recorded`` timeline: replay, --check and advise take its
     one source (``sim/NAME``) unasked, not a replay of it; two sources need --from."""
-    store = Store(tmp_path / "kstore.duckdb")
-    store.init()
+    store = initialised_store(tmp_path / "kstore.duckdb")
     datas = [
         TopicChanged(topic="t", partitions=4),
         MemberJoined(member_id="a", topics=["t"]),
@@ -271,8 +269,7 @@ def test_a_strategy_the_catalogue_lacks_is_answered_not_an_error(tmp_path: Path)
     """A custom assignor's name (or any odd string) in a recorded rebalance: anomalies
     takes its protocol as unknown (eager's rules) instead of failing the whole query
     (the catalogue's UDF returned None, which DuckDB refused)."""
-    store = Store(tmp_path / "kstore.duckdb")
-    store.init()
+    store = initialised_store(tmp_path / "kstore.duckdb")
     datas = [
         TopicChanged(topic="t", partitions=3),
         MemberJoined(member_id="a", topics=["t"]),

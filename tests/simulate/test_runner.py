@@ -23,6 +23,7 @@ from kstore.simulate import (
 from kstore.store.interface import AppendResult
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
+from tests.store._stores import initialised_store
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
 
@@ -58,14 +59,12 @@ def test_examples_load_and_run(path: Path) -> None:
 
 def test_interrupted_run_resumes_to_the_same_events(tmp_path: Path) -> None:
     scenario = generate("steady-churn", members=6, steps=40, seed=3, protocol="cooperative")
-    straight = Store(tmp_path / "a.duckdb")
-    straight.init()
+    straight = initialised_store(tmp_path / "a.duckdb")
     run_scenario(scenario, store=straight, timeline="sim/x", seed=3)
     expected = _stored(straight, "sim/x")
     assert len(expected) > 60
 
-    resumed = Store(tmp_path / "b.duckdb")
-    resumed.init()
+    resumed = initialised_store(tmp_path / "b.duckdb")
     cut = run_scenario(scenario, store=resumed, timeline="sim/x", seed=3, stop_after=37)
     assert cut.appended == 37 and len(_stored(resumed, "sim/x")) == 37
     again = run_scenario(scenario, store=resumed, timeline="sim/x", seed=3)
@@ -77,8 +76,7 @@ def test_interrupted_run_resumes_to_the_same_events(tmp_path: Path) -> None:
 
 def test_resuming_with_another_seed_is_refused(tmp_path: Path) -> None:
     scenario = generate("flapping-member", members=3, steps=10, seed=1)
-    store = Store(tmp_path / "s.duckdb")
-    store.init()
+    store = initialised_store(tmp_path / "s.duckdb")
     run_scenario(scenario, store=store, timeline="sim/y", seed=1, stop_after=20)
     with pytest.raises(ResumeMismatch, match="another simulation"):
         run_scenario(scenario, store=store, timeline="sim/y", seed=2)
@@ -139,8 +137,7 @@ def test_appending_apart_stores_what_appending_in_process_does(
     tables: dict[str, list[Any]] = {}
     for apart in ("1", "0"):
         monkeypatch.setenv("KSTORE_APPEND_APART", apart)
-        store = Store(tmp_path / f"apart-{apart}.duckdb")
-        store.init()
+        store = initialised_store(tmp_path / f"apart-{apart}.duckdb")
         result = run_scenario(scenario, store=store, timeline="sim/x", seed=3)
         assert result.appended > 5 * runner.FLUSH_EVERY  # several batches
         names = [

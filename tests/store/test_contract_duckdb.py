@@ -11,6 +11,7 @@ from pathlib import Path
 from kstore.store import testing
 from kstore.store.interface import EventStore
 from kstore.store.log import Store
+from tests.store._stores import initialised_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,8 +37,7 @@ except ConcurrencyError:
 
 class TestDuckDBStore(testing.EventStoreContract):
     def create_store(self) -> EventStore:
-        store = Store(self.tmp / "kstore.duckdb")
-        store.init()
+        store = initialised_store(self.tmp / "kstore.duckdb")
         return store
 
     def open_again(self, store: EventStore) -> EventStore:
