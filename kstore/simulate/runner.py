@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -51,26 +52,35 @@ def _cpu_times() -> tuple[int, int] | None:
     return ticks[3] + ticks[4], sum(ticks[:8])  # idle + iowait; user .. steal
 
 
-def _core_free(since: tuple[int, int] | None, lent: float = 0.0) -> bool:
+def _core_free(
+    since: tuple[int, int] | None, made_apart: tuple[float, float] | None = None
+) -> bool:
     """Whether to append a store file's batches in a forked process while the run goes
     on: ``KSTORE_APPEND_APART`` 1 or 0, else when half a core or more was idle while the
-    run made its first batch (``since``: ``_cpu_times`` at its start; ``lent``: CPU
-    seconds of the run's own work apart meanwhile, the store's creation, counted as
-    idle; the load average a core below the machine's count where that cannot be
-    read). Appending apart costs a quarter to two fifths more CPU than appending in the
-    run's process (more, smaller batches; pages copied on write), which a busy machine
-    pays in wall time too. The
-    load average alone was the last minute's: a run started just after another
-    command (its own previous run) appended in-process on an idle machine, 13-14 s
-    instead of 10 for the 10,000-step steady-churn run."""
+    run made its first batch (``since``: ``_cpu_times`` at its start; the load average
+    a core below the machine's count where that cannot be read). ``made_apart``: the
+    store was created by a forked copy meanwhile, (the run's CPU seconds, the copy's):
+    the copy competed for the core another process would use, so the idle time (or the
+    copy's CPU counted as idle) would hide that process; then the other processes' use
+    is what was busy beyond the two, and half a core must be left to them and a run
+    that takes a whole one. Appending apart costs a quarter to two fifths more CPU than
+    appending in the run's process (more, smaller batches; pages copied on write), which
+    a busy machine pays in wall time too. The load average alone was the last minute's:
+    a run started just after another command (its own previous run) appended
+    in-process on an idle machine, 13-14 s instead of 10 for the 10,000-step
+    steady-churn run."""
     forced = os.environ.get("KSTORE_APPEND_APART")
     if forced in ("0", "1"):
         return forced == "1"
     now = _cpu_times()
     if since is None or now is None or now[1] <= since[1]:
         return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
-    lent_ticks = lent * os.sysconf("SC_CLK_TCK") if lent else 0.0
-    idle = (now[0] - since[0] + lent_ticks) / (now[1] - since[1]) * (os.cpu_count() or 1)
+    cores, ticks = os.cpu_count() or 1, now[1] - since[1]
+    if made_apart is not None:
+        own = sum(made_apart) * os.sysconf("SC_CLK_TCK")
+        others = max(ticks - (now[0] - since[0]) - own, 0) / ticks * cores
+        return cores - 1 - others >= 0.5
+    idle = (now[0] - since[0]) / ticks * cores
     return idle >= 0.5
 
 
@@ -227,7 +237,7 @@ def run_scenario(
     apart_if_free = False
     stored: list[Event] = []
     state = None
-    began = _cpu_times()
+    began, began_cpu = _cpu_times(), time.process_time()
     making: _Apart | None = None  # the store being created apart
     if store is not None:
         from kstore.store.log import Store
@@ -246,15 +256,15 @@ def run_scenario(
     driver = _Driver(sim, scenario)
     appended = 0
     batch_size = FLUSH_EVERY
-    lent = 0.0
+    made_apart: tuple[float, float] | None = None
 
     def made() -> None:
         """Wait for the store being created apart, if it is (its error raised)."""
-        nonlocal making, lent
+        nonlocal making, made_apart
         if making is not None:
             creating, making = making, None
             creating.result()
-            lent = creating.cpu
+            made_apart = (time.process_time() - began_cpu, creating.cpu)
 
     def flush(last: bool) -> None:
         nonlocal appended, batch_size, apart_if_free
@@ -262,7 +272,7 @@ def run_scenario(
             return  # in memory, ``sim.emitted`` keeps the whole run
         made()
         if apart_if_free:  # decided once, at the first batch: how busy is the machine now
-            writer.apart, apart_if_free = _core_free(began, lent), False
+            writer.apart, apart_if_free = _core_free(began, made_apart), False
         batch, sim.emitted = sim.emitted, []
         if stop_after is not None:
             batch = batch[: max(stop_after - appended, 0)]

@@ -222,14 +222,27 @@ def test_a_store_that_fails_to_be_created_fails_the_run(
         run_scenario(scenario, store=store, timeline="sim/x", seed=2, new_store=True)
 
 
-def test_the_store_created_apart_counts_as_idle_in_the_choice_to_append_apart(
+def test_the_store_created_apart_does_not_hide_another_process_from_the_choice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The store's creation ran on the other core while the first batch was made: the
-    # run's own work, not another process's, so it does not tell the machine is busy.
+    # The copy creating the store ran while the first batch was made. Counted as busy it
+    # tells a busy machine; counted as idle it hid another process whose core it took:
+    # run, copy and that process each had two thirds of a core, nothing idle, and the
+    # copy's CPU made two thirds of a core look idle (apart chosen, 25-29 s instead of
+    # 21.6-24 in process at load 1.5-2). The others' use is what was busy beyond the
+    # run's and the copy's CPU; the run needs a whole core, half a core must be left.
     monkeypatch.delenv("KSTORE_APPEND_APART", raising=False)
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(runner, "_cpu_times", lambda: (40, 200))  # 0.4 of a core idle
+    hz = runner.os.sysconf("SC_CLK_TCK")
+    second = 2 * hz  # the ticks of one second on two cores
+    # Another process: nothing idle, the run and the copy two thirds of a core each.
+    monkeypatch.setattr(runner, "_cpu_times", lambda: (0, second))
+    assert not runner._core_free((0, 0), (2 / 3, 2 / 3))
+    # Alone: the run a whole core, the copy half a core, half a core idle.
+    monkeypatch.setattr(runner, "_cpu_times", lambda: (hz // 2, second))
+    assert runner._core_free((0, 0), (1.0, 0.5))
+    # Another process using half a core: as much left as without the copy.
+    monkeypatch.setattr(runner, "_cpu_times", lambda: (0, second))
+    assert runner._core_free((0, 0), (1.0, 0.5))
+    # Without a store made apart, the idle time as before.
     assert not runner._core_free((0, 0))
-    ticks = runner.os.sysconf("SC_CLK_TCK")
-    assert runner._core_free((0, 0), lent=20 / ticks)  # (40 + 20) / 200 x 2 = 0.6
