@@ -70,6 +70,11 @@ def _global(
     ] = False,
 ) -> None:
     ctx_state.store = store if store is not None else Path(DEFAULT_STORE)
+    if ctx_state.store.is_dir():
+        raise UsageError(
+            f"--store {ctx_state.store}: a directory, not a store file "
+            f"(give a file, e.g. {ctx_state.store / DEFAULT_STORE})"
+        )
 
 
 # --- assignors -------------------------------------------------------------------------

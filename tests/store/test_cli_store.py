@@ -141,6 +141,23 @@ def test_commands_on_a_missing_store(
     assert code == 1 and "kstore --store" in err and "init" in err
 
 
+@pytest.mark.parametrize(
+    "command", [["streams"], ["init"], ["simulate", "--generate", "steady-churn"]]
+)
+def test_a_store_that_is_a_directory_is_named_in_one_line(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code, out, err = run(capsys, monkeypatch, "--store", str(tmp_path), *command)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"kstore: error: --store {tmp_path}: a directory, not a store file "
+        f"(give a file, e.g. {tmp_path / 'kstore.duckdb'})\n"
+    )
+
+
 def test_events_without_ids_appended_twice_are_stored_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
