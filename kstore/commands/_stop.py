@@ -21,7 +21,9 @@ def stop_requested(
     *signums: signal.Signals, heard: Callable[[signal.Signals], None] | None = None
 ) -> Iterator[threading.Event]:
     """An event these signals (SIGINT when none is given) set while the block runs;
-    ``heard(signal)`` is called at each. The handlers before are put back after."""
+    ``heard(signal)`` is called at each. The handlers before are put back after. A signal
+    ignored when the block starts stays ignored: a shell starts a background job with
+    SIGINT ignored so that a Ctrl-C meant for the foreground does not reach it."""
     stop = threading.Event()
 
     def request(signum: int, _frame: object) -> None:
@@ -29,7 +31,11 @@ def stop_requested(
             heard(signal.Signals(signum))
         stop.set()
 
-    previous = {sig: signal.signal(sig, request) for sig in signums or (signal.SIGINT,)}
+    previous = {
+        sig: signal.signal(sig, request)
+        for sig in signums or (signal.SIGINT,)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
     try:
         yield stop
     finally:
