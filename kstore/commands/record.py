@@ -152,6 +152,7 @@ def poll_groups(
     selected = _groups(groups, all_groups)
     settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
+        settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
         log.info("polling every %g s (%s)", seconds, settings.describe())
         poller = Poller(
             Store(store_path),

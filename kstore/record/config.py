@@ -144,6 +144,23 @@ def _jaas_login(text: str) -> tuple[str, dict[str, str]]:
     return kind, _options(found.group(3))
 
 
+_ADDRESS = re.compile(r"(?:[A-Za-z_]+://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+)(?::([^:]*))?")
+"""A bootstrap address as both clients read it: an optional ``PROTOCOL://``, a host (an
+IPv6 one in brackets) and an optional port (both clients default it to 9092)."""
+
+
+def _bad_address(address: str) -> str | None:
+    """What is wrong with one bootstrap address, or None: caught here, a port that is not
+    a number would be retried as a broker that is down until the retries run out."""
+    found = _ADDRESS.fullmatch(address)
+    if found is None:
+        return "not an address" if address else "an empty address"
+    port = found.group(2)
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"the port {port!r} is not a number from 1 to 65535"
+    return None
+
+
 @dataclass(frozen=True)
 class KafkaSettings:
     """Client settings by Kafka/librdkafka name; ``source`` says where each came from."""
@@ -159,6 +176,13 @@ class KafkaSettings:
                 "no bootstrap servers: give --bootstrap-server, bootstrap.servers in "
                 f"--command-config or -X, or {ENV_PREFIX}BOOTSTRAP_SERVERS"
             )
+        for address in servers.split(","):
+            if why := _bad_address(address.strip()):
+                where = self.source.get("bootstrap.servers", "bootstrap.servers")
+                raise UsageError(
+                    f"bootstrap.servers ({where}): {address.strip()!r}: {why} "
+                    "(host:port, comma-separated)"
+                )
         return servers
 
     def secrets(self) -> list[str]:

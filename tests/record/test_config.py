@@ -67,6 +67,34 @@ def test_missing_servers_and_unknown_settings_are_named(tmp_path: Path) -> None:
         settings.kafka_python()
 
 
+@pytest.mark.parametrize(
+    "servers",
+    ["b:1", "b", "b:9092,c:9093", " b:1 , c ", "PLAINTEXT://b:1", "[::1]:9092", "10.0.0.1:65535"],
+)
+def test_bootstrap_addresses_as_the_clients_read_them(servers: str) -> None:
+    assert load_settings(None, servers, environ={}).bootstrap_servers == servers
+
+
+@pytest.mark.parametrize(
+    ("servers", "why"),
+    [
+        ("nohost:abc", "'nohost:abc': the port 'abc' is not a number from 1 to 65535"),
+        ("b:1,c:0", "'c:0': the port '0' is not a number from 1 to 65535"),
+        ("b:70000", "'b:70000': the port '70000' is not a number from 1 to 65535"),
+        ("b:1,,c:2", "'': an empty address"),
+        ("b:1:2", "'b:1:2': not an address"),
+        ("b c:1", "'b c:1': not an address"),
+    ],
+)
+def test_a_bad_bootstrap_address_is_named_before_anything_starts(servers: str, why: str) -> None:
+    """Not retried as a broker that is down: one line naming the address and its source."""
+    with pytest.raises(UsageError) as raised:
+        load_settings(None, servers, environ={}).confluent()
+    assert str(raised.value) == (
+        f"bootstrap.servers (--bootstrap-server): {why} (host:port, comma-separated)"
+    )
+
+
 def test_secrets_are_masked_in_errors_and_logs() -> None:
     settings = load_settings(None, "b:1", {"KSTORE_KAFKA_SSL_KEY_PASSWORD": SECRET})
     with pytest.raises(KstoreError) as caught, settings.scrubbed_errors():
@@ -238,3 +266,22 @@ def test_kafka_tool_flags_and_a_setting_the_client_lacks(tmp_path: Path) -> None
         "kstore: error: configuration: setting sasl.oauthbearer.config (-X) has no" in poll.stderr
     )
     assert secret not in poll.stdout + poll.stderr
+
+
+@pytest.mark.parametrize("command", ["poll", "offsets"])
+def test_a_bad_bootstrap_address_ends_the_recorder_in_one_line(
+    command: str, tmp_path: Path
+) -> None:
+    """Not retried as a broker that is down (it was, for ten retries, then exit 1)."""
+    base = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb"), "record"]
+    done = subprocess.run(
+        [*base, command, "--all-groups", "--bootstrap-server", "nohost:abc"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "kstore: error: bootstrap.servers (--bootstrap-server): 'nohost:abc': the port 'abc' "
+        "is not a number from 1 to 65535 (host:port, comma-separated)\n"
+    )
