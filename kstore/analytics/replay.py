@@ -46,6 +46,7 @@ from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
 from kstore.assignors import TopicPartition, assign, get_assignor
 from kstore.model._construct import construct
+from kstore.model._timelines import new_timeline
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -460,7 +461,7 @@ def replay(
     """
     if strategy != SAME:
         get_assignor(strategy)
-    target = StreamId(cluster, group, timeline or f"replay/{strategy}")
+    target = StreamId(cluster, group, new_timeline(timeline, f"replay/{strategy}", replay=True))
     sizes = {info.stream: info.events for info in store.streams()}
     total = sizes.get(StreamId(cluster, group, source))
     if total is None:

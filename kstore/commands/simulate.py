@@ -13,6 +13,7 @@ from kstore._errors import Interrupted, UsageError
 from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
 from kstore.commands._stop import stop_requested
+from kstore.model._timelines import new_timeline
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
@@ -71,6 +72,7 @@ def simulate(
     progress: bool,
 ) -> None:
     scenario = _override(_scenario(file, kind, members, steps, seed, protocol), strategy, protocol)
+    timeline = new_timeline(timeline, f"sim/{scenario.name}")
     store = Store(store_path)
     new_store = not store_path.exists()  # created while the run begins (``run_scenario``)
     show = progress or sys.stderr.isatty()
@@ -81,7 +83,6 @@ def simulate(
         show=show,
     ) as bar:
         task = bar.add_task(scenario.name, total=scenario.end)
-        timeline = timeline or f"sim/{scenario.name}"
         with stop_requested() as stopped:
             result = run_scenario(
                 scenario,

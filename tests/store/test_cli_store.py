@@ -387,3 +387,40 @@ def test_commands_start_without_pandas(tmp_path: Path, command: list[str]) -> No
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "False", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("timeline", "error", "simulates"),
+    [
+        ("recorded", "--timeline recorded: a replay's decisions would be read as what ", True),
+        ("", "--timeline: an empty name", False),
+        ("a\nb", "--timeline 'a\\nb': a control character in the name", False),
+    ],
+)
+def test_a_replay_cannot_pose_as_the_recorded_timeline(
+    timeline: str,
+    error: str,
+    simulates: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stored as ``recorded``, a replay would be read as what happened (the default source
+    of replay and compare); an empty name became the default silently. A simulation may
+    stand in for a recorded group; not under a name that is empty or breaks lines."""
+    store = str(tmp_path / "s.duckdb")
+    simulate = ["simulate", "--generate", "steady-churn", "--members", "4", "--steps", "20"]
+    code, out, err = run(capsys, monkeypatch, "--store", store, *simulate, "--timeline", timeline)
+    if simulates:
+        assert code == 0, err
+        Path(store).unlink()
+    else:
+        assert (code, out) == (2, "") and err.startswith(f"kstore: error: {error}")
+        assert len(err.splitlines()) == 1 and not Path(store).exists()
+    assert run(capsys, monkeypatch, "--store", store, *simulate)[0] == 0
+    group = "steady-churn-4-20-0"
+    replay = ["replay", "--group", group, "--strategy", "sticky", "--timeline", timeline]
+    code, out, err = run(capsys, monkeypatch, "--store", store, *replay)
+    assert (code, out) == (2, "") and err.startswith(f"kstore: error: {error}")
+    code, out, _ = run(capsys, monkeypatch, "--store", store, "streams", "--format", "csv")
+    assert [line.split(",")[2] for line in out.splitlines()[1:]] == [f"sim/{group}"]
