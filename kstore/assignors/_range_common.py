@@ -18,6 +18,7 @@ from operator import attrgetter, call
 
 from kstore._java import hash_order, java_sorted, java_string_key
 from kstore.assignors._contract import (
+    _TOPICS,
     Assignment,
     AssignmentRequest,
     AssignmentResult,
@@ -31,7 +32,6 @@ __all__ = [
 ]
 
 
-_TOPICS = attrgetter("topics")
 _INSTANCE = attrgetter("instance_id")
 _APPEND = attrgetter("append")
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib
 import json
 import os
 import pickle
@@ -153,18 +152,6 @@ class _Apart:
         if self._read is not None:
             os.close(self._read)
             self._read = None
-
-
-_PRELOADED = ("numpy.ma",)
-"""Modules a store file's append imports at its first use (numpy's masked arrays: 20-30
-ms of CPU), imported before the first copy is forked (``_preload``), not anew in every
-copy: 14 copies of the 10,000-step simulation each imported them."""
-
-
-def _preload() -> None:
-    for name in _PRELOADED:
-        if name not in sys.modules:
-            importlib.import_module(name)
 
 
 def _outcome(work: Callable[[], Any]) -> bytes:
@@ -361,7 +348,11 @@ class Writer:
         if not batch:
             return
         folded = self._folded(batch, streams)
-        _preload()
+        # A store file's append imports numpy's masked arrays at first use (20-30 ms of
+        # CPU): imported here once, not anew in every forked copy (14 in the 10,000-step
+        # simulation).
+        import numpy.ma  # noqa: F401
+
         self._apart = (
             _Apart(lambda: self._append(batch, expected, None, folded)),
             counts,
