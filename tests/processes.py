@@ -1,10 +1,13 @@
-"""A process's children and whether a process still runs, read from Linux's /proc."""
+"""A process's children and whether a process still runs, read from Linux's /proc; a
+command run on a pseudo-terminal."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
-__all__ = ["alive", "children"]
+__all__ = ["alive", "children", "on_a_terminal"]
 
 
 def _stat(pid: int | str) -> list[str] | None:
@@ -30,3 +33,32 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie does not)."""
     fields = _stat(pid)
     return fields is not None and fields[0] != "Z"
+
+
+def on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
+    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide.
+
+    The terminal is read while the command runs: a slow run (a loaded machine) redraws
+    its bar more often than the terminal's buffer holds, and would block on it."""
+    leader, follower = os.openpty()
+    try:
+        tty = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=follower,
+            env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
+        )
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # every writer closed its end (Linux: EIO)
+                break
+            if not chunk:
+                break
+            shown += chunk
+        returncode = tty.wait()
+    finally:
+        os.close(leader)
+    return returncode, shown.decode(errors="replace")

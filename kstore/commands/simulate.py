@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.progress import TextColumn, TimeElapsedColumn
+from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
 from kstore.analytics import run_query
@@ -79,7 +79,7 @@ def simulate(
     with progress_bar(
         "simulating {task.description}",
         TextColumn("{task.percentage:>3.0f}% of simulated time"),
-        TimeElapsedColumn(),
+        TimeRemainingColumn(),
         show=show,
     ) as bar:
         task = bar.add_task(scenario.name, total=scenario.end)

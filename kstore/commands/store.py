@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,11 +49,45 @@ def init_store(path: Path) -> None:
 
 
 def append_events(path: Path, file: str) -> None:
-    """Validate the whole input first: a malformed line stores nothing (exit 2)."""
+    """Validate the whole input first: a malformed line stores nothing (exit 2). On a
+    terminal a bar counts the lines read, then says the events are being stored (one
+    transaction, so no count): the store is checked before a big input is read."""
+    store = Store(path)
+    store.check()
     lines = read_text(file).splitlines()
-    events = parse_event_lines(lines)
-    result = Writer(Store(path)).write(events)
+    if not sys.stderr.isatty():
+        events = parse_event_lines(lines)
+        result = Writer(store).write(events)
+    else:
+        from rich.progress import TextColumn, TimeRemainingColumn
+
+        from kstore.commands._output import progress_bar
+
+        bar = progress_bar(
+            "{task.description}",
+            TextColumn("{task.fields[count]}"),
+            TimeRemainingColumn(),
+            show=True,
+        )
+        with bar:
+            task = bar.add_task(f"reading {file}", total=len(lines), count="")
+
+            def told(read: int) -> None:
+                bar.update(task, completed=read, count=f"{read:,}/{len(lines):,} lines")
+
+            events = parse_event_lines(_counted(lines, told))
+            bar.remove_task(task)
+            bar.add_task(f"storing {len(events):,} events", total=None, count="one transaction")
+            result = Writer(store).write(events)
     print(f"stored {result.stored}, already there {result.already}")
+
+
+def _counted(lines: list[str], told: Callable[[int], None], every: int = 1000) -> Iterator[str]:
+    """``lines`` as they are taken, ``told`` how many every ``every`` lines."""
+    for start in range(0, len(lines), every):
+        told(start)
+        yield from lines[start : start + every]
+    told(len(lines))
 
 
 def print_events(
@@ -163,6 +198,19 @@ def print_streams(path: Path, output: str = "table") -> None:
 
 
 def rebuild_store(path: Path) -> None:
+    from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
+
+    from kstore.commands._output import progress_bar
+
     store = Store(path)
-    store.rebuild()
+    bar = progress_bar(
+        "rebuilding {task.description}",
+        MofNCompleteColumn(),
+        TextColumn("events"),
+        TimeRemainingColumn(),
+        show=sys.stderr.isatty(),
+    )
+    with bar:
+        task = bar.add_task(str(path), total=None)
+        store.rebuild(lambda done, total: bar.update(task, completed=done, total=total))
     print(f"rebuilt the projections and snapshots of {len(store.streams())} streams")

@@ -545,6 +545,12 @@ class Store:
 
     # --- schema -------------------------------------------------------------------------
 
+    def check(self) -> None:
+        """Raise ``SchemaError`` unless a store this kstore reads is here (before long
+        work on its behalf, such as reading a big input)."""
+        with self._window(write=False):
+            pass
+
     def revision(self) -> str | None:
         """The store's schema revision (``None``: no store or no schema yet)."""
         if not self.path.exists():
@@ -864,13 +870,14 @@ class Store:
 
     # --- rebuilding ---------------------------------------------------------------------
 
-    def rebuild(self) -> None:
-        """Drop every projection and snapshot and derive them again from the log."""
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Drop every projection and snapshot and derive them again from the log;
+        ``progress(events read, events in the log)`` after each page of it."""
         with self._window(write=True) as conn:
-            self._rebuild(conn)
+            self._rebuild(conn, progress)
         self._heads.clear()
 
-    def _rebuild(self, conn: _Conn) -> None:
+    def _rebuild(self, conn: _Conn, progress: Callable[[int, int], None] | None = None) -> None:
         """The derived tables and snapshots again, from one pass over the log in log
         order (every stream's head kept as it goes), stored in big batches."""
         for table in (*DERIVED, "kstore_snapshots"):
@@ -879,6 +886,8 @@ class Store:
         projector = Projector()
         stored: set[StreamId] = set()  # the streams of the rows stored so far
         snaps: dict[str, list[Any]] = {n: [] for n in (*_STREAM_COLUMNS, "version", "state")}
+        total = conn.rows("SELECT count(*) FROM kstore_events")[0][0] if progress else 0
+        read = 0
         for page in _pages(lambda after: conn.rows(_AFTER, [after, _READ_PAGE]), _READ_PAGE):
             for row in page:
                 event = _stored(row).event
@@ -895,6 +904,9 @@ class Store:
                 if projector.rows() >= REBUILD_ROWS:
                     self._store_rows(conn, projector, stored)
                     projector, stored = Projector(), set(heads)
+            read += len(page)
+            if progress is not None:
+                progress(read, total)
         self._store_rows(conn, projector, stored)
         conn.insert("kstore_snapshots", _arrow(snaps))
         spans = conn.rows(

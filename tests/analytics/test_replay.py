@@ -29,6 +29,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.store.log import Store
+from tests.processes import on_a_terminal
 from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -335,35 +336,6 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     ]
 
 
-def _on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
-    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide.
-
-    The terminal is read while the command runs: a slow run (a loaded machine) redraws
-    its bar more often than the terminal's buffer holds, and would block on it."""
-    leader, follower = os.openpty()
-    try:
-        tty = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=follower,
-            env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
-        )
-        os.close(follower)
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # every writer closed its end (Linux: EIO)
-                break
-            if not chunk:
-                break
-            shown += chunk
-        returncode = tty.wait()
-    finally:
-        os.close(leader)
-    return returncode, shown.decode(errors="replace")
-
-
 def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> None:
     db = tmp_path / "bar.duckdb"
     store = initialised_store(db)
@@ -371,7 +343,7 @@ def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> 
     command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
     piped = subprocess.run([*command, "--strategy", "range"], capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == "", piped.stderr
-    returncode, text = _on_a_terminal([*command, "--strategy", "sticky"], columns=160)
+    returncode, text = on_a_terminal([*command, "--strategy", "sticky"], columns=160)
     assert returncode == 0
     assert "replaying default/g/recorded" in text and "source events" in text, text
     assert "/s" in text
@@ -385,7 +357,7 @@ def test_the_bar_keeps_its_figures_whole_in_a_narrow_terminal(tmp_path: Path) ->
     group = "orders-consumers-of-the-eu-west-payments-platform-" + "x" * 20
     store.append(list(group_events(group, 200, seed=3)))
     command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", group]
-    returncode, text = _on_a_terminal([*command, "--strategy", "sticky"], columns=80)
+    returncode, text = on_a_terminal([*command, "--strategy", "sticky"], columns=80)
     assert returncode == 0
     whole = r"\d+/\d+ source events [\d,]+/s (\d+:\d\d:\d\d|-:--:--)"
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor moves

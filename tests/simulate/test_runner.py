@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from kstore.simulate import (
 from kstore.store.interface import AppendResult
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
+from tests.processes import on_a_terminal
 from tests.store._stores import initialised_store
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
@@ -246,3 +249,13 @@ def test_the_store_created_apart_does_not_hide_another_process_from_the_choice(
     assert runner._core_free((0, 0), (1.0, 0.5))
     # Without a store made apart, the idle time as before.
     assert not runner._core_free((0, 0))
+
+
+def test_the_simulate_bar_tells_the_time_left(tmp_path: Path) -> None:
+    """It told the time elapsed; a bar with an ETA is what the house asks of long work."""
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb")]
+    command += ["simulate", "--generate", "steady-churn", "--members", "20", "--steps", "400"]
+    code, shown = on_a_terminal(command, columns=120)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    assert code == 0 and "% of simulated time" in plain
+    assert "-:--:--" in plain, plain  # the time left, before the run's pace is known

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks._fleet import group_events
 from kstore._lazy import one_blas_thread
 from kstore.cli import main
+from tests.processes import on_a_terminal
+from tests.store._stores import initialised_store
 from tests.store.test_events import SPEC_EXAMPLE
 
 
@@ -217,6 +221,7 @@ def at_exit():  # registered first: runs last, as the interpreter's collections 
     print(gc.get_freeze_count() > 0, len(gc.get_objects()) < 1000)
 
 atexit.register(at_exit)
+from benchmarks._fleet import group_events
 from kstore._lazy import one_blas_thread
 from kstore.cli import main
 sys.argv = ['kstore', '--store', sys.argv[1], 'append', sys.argv[2]]
@@ -424,3 +429,45 @@ def test_a_replay_cannot_pose_as_the_recorded_timeline(
     assert (code, out) == (2, "") and err.startswith(f"kstore: error: {error}")
     code, out, _ = run(capsys, monkeypatch, "--store", store, "streams", "--format", "csv")
     assert [line.split(",")[2] for line in out.splitlines()[1:]] == [f"sim/{group}"]
+
+
+def test_append_to_a_missing_store_says_so_before_reading_its_input(tmp_path: Path) -> None:
+    """The input was read and validated first (10 s for a 107 MB file), then the missing
+    store named; from standard input it waited for the input's end."""
+    missing = tmp_path / "x.duckdb"
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(missing), "append", "-"]
+    writer = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        out, err = writer.communicate(timeout=60)  # standard input left open
+    finally:
+        writer.kill()
+        writer.wait()
+    assert (writer.returncode, out) == (1, "")
+    assert err == (
+        f"kstore: error: {missing}: no store here; create it with `kstore --store {missing} init`\n"
+    )
+    assert not missing.exists()
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor moves
+
+
+def test_append_and_rebuild_show_a_bar_on_a_terminal(tmp_path: Path) -> None:
+    store = initialised_store(tmp_path / "s.duckdb")
+    events = list(group_events("g", 60, seed=3))
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(e.to_json() + "\n" for e in events))
+    n = len(events)
+    kstore = [sys.executable, "-m", "kstore.cli", "--store", str(store.path)]
+    code, shown = on_a_terminal([*kstore, "append", str(source)], columns=120)
+    assert code == 0
+    assert "reading /" in _plain(shown) and f"storing {n:,} events" in _plain(shown)
+    assert [s.events for s in store.streams()] == [n]
+    code, shown = on_a_terminal([*kstore, "rebuild"], columns=120)
+    assert code == 0 and "rebuilding /" in _plain(shown)
+    assert f"{n}/{n} events" in _plain(shown), _plain(shown)
+    piped = subprocess.run([*kstore, "rebuild"], capture_output=True, text=True)
+    assert (piped.returncode, piped.stderr) == (0, "")
