@@ -40,6 +40,7 @@ __all__ = [
     "OWNERSHIP_PARTITIONS",
     "REASON_KINDS",
     "reason_kind",
+    "reason_shape",
     "write_fleet",
     "write_report",
 ]
@@ -61,6 +62,34 @@ _KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("join", re.compile(r"join|adding new member|new member", re.I)),
 ]
 REASON_KINDS = [kind for kind, _ in _KINDS] + ["other"]
+
+
+_INSTANCE = re.compile(r"(instance id )(?!None\b)[^\s;,]+")
+_NUMBER = re.compile(r"\b\d+\b")
+
+
+def reason_shape(reason: str | None, members: re.Pattern[str] | None) -> str:
+    """A reason as its kind of event: the group's member ids (``members``, matching any
+    of them) as ``<member>``, an instance id as ``<instance>``, numbers as ``<n>``.
+    Kafka's texts name the member, so each rebalance's reason is otherwise unique."""
+    if not reason:
+        return "(none recorded)"
+    if members is not None:
+        reason = members.sub("<member>", reason)
+    return _NUMBER.sub("<n>", _INSTANCE.sub(r"\1<instance>", reason))
+
+
+def _member_ids(store: Store, group: str, cluster: str) -> re.Pattern[str] | None:
+    """One pattern matching any id a member of the group ever had, longest first (an
+    id may begin with another)."""
+    rows = run_sql(
+        store,
+        "SELECT DISTINCT m FROM kstore_member_events, unnest([member, old_member]) AS u(m) "
+        "WHERE cluster = ? AND group_id = ? AND m IS NOT NULL",
+        [cluster, group],
+    ).rows
+    ids = sorted((row[0] for row in rows if row[0]), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, ids))) if ids else None
 
 
 def reason_kind(reason: str | None) -> str:
@@ -331,7 +360,9 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     return figure, _said(step)
 
 
-def _reasons(rows: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, Result]:
+def _reasons(
+    rows: list[dict[str, Any]], timelines: Sequence[str], members: re.Pattern[str] | None
+) -> tuple[Any, Result]:
     import plotly.graph_objects as go
 
     figure = go.Figure()
@@ -341,12 +372,12 @@ def _reasons(rows: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any,
             go.Bar(x=REASON_KINDS, y=[kinds.get(k, 0) for k in REASON_KINDS], name=timeline)
         )
     figure.update_layout(title="Rebalance reasons by kind", barmode="group", height=380)
-    raw = Counter(
-        (r["timeline"], reason_kind(r["reason"]), r["reason"] or "(none recorded)") for r in rows
+    shapes = Counter(
+        (r["timeline"], reason_kind(r["reason"]), reason_shape(r["reason"], members)) for r in rows
     )
     top = Result(
         ["timeline", "kind", "reason", "rebalances"],
-        [(t, k, reason, n) for (t, k, reason), n in raw.most_common(15)],
+        [(t, k, reason, n) for (t, k, reason), n in shapes.most_common(15)],
     )
     return figure, top
 
@@ -648,9 +679,14 @@ def write_report(
         rates, step = _rates(rated, timelines)
         figures.append(("rates", rates))
         sections += [f"<h2>Rates (per {html.escape(step)})</h2>", cut, _plot("rates")]
-    reasons, top = _reasons(reasoned, timelines)
+    reasons, top = _reasons(reasoned, timelines, _member_ids(store, group, cluster))
     figures.append(("reasons", reasons))
-    sections += ["<h2>Reasons</h2>", cut, _plot("reasons"), "<h3>Top reasons</h3>", _table(top)]
+    sections += ["<h2>Reasons</h2>", cut, _plot("reasons"), "<h3>Top reasons</h3>"]
+    sections += [
+        "<p class='note'>member ids shown as &lt;member&gt;, instance ids as "
+        "&lt;instance&gt;, numbers as &lt;n&gt;</p>",
+        _table(top),
+    ]
     sections.append("<h2>Ownership</h2>")
     for i, timeline in enumerate(timelines):
         figure, note = _ownership(store, group, cluster, timeline)

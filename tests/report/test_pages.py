@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from kstore.analytics.pages import MOVE_MARKERS, REASON_KINDS, reason_kind
+from kstore.analytics.pages import MOVE_MARKERS, REASON_KINDS, reason_kind, reason_shape
 from kstore.analytics.replay import replay
 from kstore.model import (
     AssignmentCompleted,
@@ -128,6 +128,27 @@ def test_reasons_have_kinds(reason: str | None, kind: str) -> None:
     assert kind in REASON_KINDS
 
 
+@pytest.mark.parametrize(
+    ("reason", "shape"),
+    [
+        ("explicit `LeaveGroup` request for (c-1-9f) members; client reason: the consumer "
+         "is being closed", "explicit `LeaveGroup` request for (<member>) members; client "
+         "reason: the consumer is being closed"),
+        ("Leader c-1 re-joining group during Stable", "Leader <member> re-joining group "
+         "during Stable"),  # c-1 is a member too, and c-1-9f begins with it
+        ("Updating metadata for static member c-2 with instance id i-1; client reason: not "
+         "provided", "Updating metadata for static member <member> with instance id "
+         "<instance>; client reason: not provided"),
+        ("__consumer_offsets: generation 41", "__consumer_offsets: generation <n>"),
+        ("member x joined", "member x joined"),
+        (None, "(none recorded)"),
+    ],
+)  # fmt: skip
+def test_reasons_are_counted_by_shape(reason: str | None, shape: str) -> None:
+    members = re.compile("c-1-9f|c-2|c-1")
+    assert reason_shape(reason, members) == shape
+
+
 def _big(store: Store, group: str, rebalances: int, partitions: int, members: int) -> None:
     """A long history: a member joins or leaves before each rebalance (reasons carry its
     id), every fifth rebalance is a cooperative first round that withholds the partitions
@@ -228,6 +249,14 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     kinds = dict(zip(reason_bars["x"], reason_bars["y"], strict=True))
     # every fifth rebalance of 2,000 is a first round, all but the first (nothing to take)
     assert kinds["follow-up"] == 399 and kinds["join"] + kinds["session timeout"] == 2000
+    # the top reasons counted by their shape: the member's id named each one apart
+    top = text.split("<h3>Top reasons</h3>", 1)[1].split("</table>", 1)[0]
+    shapes = dict(re.findall(r"<td[^>]*>([^<]*)</td><td>(\d+)</td></tr>", top))
+    assert shapes == {
+        "Adding new member &lt;member&gt; with group instance id None": str(kinds["join"]),
+        "removing member &lt;member&gt; on heartbeat expiration": str(kinds["session timeout"]),
+        "cooperative follow-up": str(kinds["follow-up"]),
+    }
     # rates per bucket, not a point per rebalance; the bucket said as a reader says it
     assert all(len(trace["x"]) <= 300 for trace in by_id["rates"]["data"])
     said = re.search(r"<h2>Rates \(per (\d+ (?:s|min|h|days?))\)</h2>", text)
