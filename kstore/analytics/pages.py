@@ -376,8 +376,8 @@ def _reasons(
         (r["timeline"], reason_kind(r["reason"]), reason_shape(r["reason"], members)) for r in rows
     )
     top = Result(
-        ["timeline", "kind", "reason", "rebalances"],
-        [(t, k, reason, n) for (t, k, reason), n in shapes.most_common(15)],
+        ["timeline", "kind", "rebalances", "reason"],  # the count before the long text
+        [(t, k, n, reason) for (t, k, reason), n in shapes.most_common(15)],
     )
     return figure, top
 

@@ -251,7 +251,7 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     assert kinds["follow-up"] == 399 and kinds["join"] + kinds["session timeout"] == 2000
     # the top reasons counted by their shape: the member's id named each one apart
     top = text.split("<h3>Top reasons</h3>", 1)[1].split("</table>", 1)[0]
-    shapes = dict(re.findall(r"<td[^>]*>([^<]*)</td><td>(\d+)</td></tr>", top))
+    shapes = {s: n for n, s in re.findall(r"<td>(\d+)</td><td[^>]*>([^<]*)</td></tr>", top)}
     assert shapes == {
         "Adding new member &lt;member&gt; with group instance id None": str(kinds["join"]),
         "removing member &lt;member&gt; on heartbeat expiration": str(kinds["session timeout"]),
