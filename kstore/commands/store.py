@@ -5,17 +5,22 @@ starts without pandas or rich."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kstore._errors import UsageError
 from kstore._files import read_text
-from kstore.model.events import parse_event_lines
+from kstore.model.events import EventError, parse_event_lines
 from kstore.store.log import Store
 from kstore.store.writer import Writer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 __all__ = [
     "append_events",
@@ -55,31 +60,34 @@ def append_events(path: Path, file: str) -> None:
     store = Store(path)
     store.check()
     lines = read_text(file).splitlines()
-    if not sys.stderr.isatty():
-        events = parse_event_lines(lines)
-        result = Writer(store).write(events)
-    else:
-        from rich.progress import TextColumn, TimeRemainingColumn
-
-        from kstore.commands._output import progress_bar
-
-        bar = progress_bar(
-            "{task.description}",
-            TextColumn("{task.fields[count]}"),
-            TimeRemainingColumn(),
-            show=True,
-        )
-        with bar:
+    bar = _append_bar() if sys.stderr.isatty() else None  # rich: a terminal's start-up only
+    with bar if bar is not None else contextlib.nullcontext():
+        read: Iterable[str] = lines
+        if bar is not None:
             task = bar.add_task(f"reading {file}", total=len(lines), count="")
 
-            def told(read: int) -> None:
-                bar.update(task, completed=read, count=f"{read:,}/{len(lines):,} lines")
+            def told(done: int) -> None:
+                bar.update(task, completed=done, count=f"{done:,}/{len(lines):,} lines")
 
-            events = parse_event_lines(_counted(lines, told))
+            read = _counted(lines, told)
+        try:
+            events = parse_event_lines(read)
+        except EventError as exc:
+            raise EventError(f"{'standard input' if file == '-' else file}: {exc}") from None
+        if bar is not None:
             bar.remove_task(task)
             bar.add_task(f"storing {len(events):,} events", total=None, count="one transaction")
-            result = Writer(store).write(events)
+        result = Writer(store).write(events)
     print(f"stored {result.stored}, already there {result.already}")
+
+
+def _append_bar() -> Progress:
+    from rich.progress import TextColumn, TimeRemainingColumn
+
+    from kstore.commands._output import progress_bar
+
+    count = TextColumn("{task.fields[count]}")
+    return progress_bar("{task.description}", count, TimeRemainingColumn(), show=True)
 
 
 def _counted(lines: list[str], told: Callable[[int], None], every: int = 1000) -> Iterator[str]:

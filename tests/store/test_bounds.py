@@ -105,7 +105,9 @@ def test_append_refuses_with_line_and_field_and_stores_nothing(tmp_path: Path) -
     for raw, field in BAD_EVENTS:
         out = _kstore(store.path, "append", "-", stdin=good + "\n" + json.dumps(raw) + "\n")
         assert out.returncode == 2, (raw, out.stderr)
-        assert out.stderr.startswith(f"kstore: error: line 2: {field}: "), out.stderr
+        assert out.stderr.startswith(f"kstore: error: standard input: line 2: {field}: "), (
+            out.stderr
+        )
         assert out.stderr.count("\n") == 1 and out.stdout == ""
     assert store.streams() == []
 
@@ -164,7 +166,8 @@ def test_deep_nesting_and_lone_surrogates_name_the_line(tmp_path: Path) -> None:
         (lone, "line 2: data.member_id: a lone surrogate is not Unicode text"),
     ):
         out = _kstore(store.path, "append", "-", stdin=f"{good}\n{line}\n")
-        assert out.returncode == 2 and out.stderr == f"kstore: error: {message}\n", out.stderr
+        assert out.returncode == 2, out.stderr
+        assert out.stderr == f"kstore: error: standard input: {message}\n", out.stderr
         assert _parse(2, line) == (None, message)  # Spark ingest quarantines it
     assert store.streams() == []
     request = '{"strategy": "range", "topics": {"t": 1}, "members": {}, "x": ' + deep + "}"

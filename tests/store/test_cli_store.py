@@ -124,7 +124,7 @@ def test_bad_input_stores_nothing(
     source.write_text("".join(json.dumps(line) + "\n" for line in [*LINES, bad]))
     code, out, err = run(capsys, monkeypatch, "--store", store, "append", str(source))
     assert code == 2 and out == ""
-    assert err.startswith("kstore: error: line 3: data.assignment.m[0][1]: ")
+    assert err.startswith(f"kstore: error: {source}: line 3: data.assignment.m[0][1]: ")
     assert len(err.strip().splitlines()) == 1
     assert run(capsys, monkeypatch, "--store", store, "events")[1] == ""
     code, _, err = run(capsys, monkeypatch, "--store", store, "events", "--since", "yesterday")
