@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from datetime import datetime, timedelta
 from functools import cache
 from itertools import groupby, pairwise
@@ -66,30 +66,37 @@ REASON_KINDS = [kind for kind, _ in _KINDS] + ["other"]
 
 _INSTANCE = re.compile(r"(instance id )(?!None\b)[^\s;,]+")
 _NUMBER = re.compile(r"\b\d+\b")
+_WORD = re.compile(r"[^\s(),;]+")
 
 
-def reason_shape(reason: str | None, members: re.Pattern[str] | None) -> str:
-    """A reason as its kind of event: the group's member ids (``members``, matching any
-    of them) as ``<member>``, an instance id as ``<instance>``, numbers as ``<n>``.
-    Kafka's texts name the member, so each rebalance's reason is otherwise unique."""
+def reason_shape(reason: str | None, members: Set[str]) -> str:
+    """A reason as its kind of event: a word that is one of the group's member ids
+    (``members``; a sentence's closing ``.`` or ``:`` aside) as ``<member>``, an
+    instance id as ``<instance>``, numbers as ``<n>``. Kafka's texts name the member, so
+    each rebalance's reason is otherwise unique."""
     if not reason:
         return "(none recorded)"
-    if members is not None:
-        reason = members.sub("<member>", reason)
-    return _NUMBER.sub("<n>", _INSTANCE.sub(r"\1<instance>", reason))
+
+    def member(word: re.Match[str]) -> str:
+        text = word.group()
+        if text in members:
+            return "<member>"
+        if text[-1] in ".:" and text[:-1] in members:
+            return "<member>" + text[-1]
+        return text
+
+    return _NUMBER.sub("<n>", _INSTANCE.sub(r"\1<instance>", _WORD.sub(member, reason)))
 
 
-def _member_ids(store: Store, group: str, cluster: str) -> re.Pattern[str] | None:
-    """One pattern matching any id a member of the group ever had, longest first (an
-    id may begin with another)."""
+def _member_ids(store: Store, group: str, cluster: str) -> set[str]:
+    """Every id a member of the group ever had."""
     rows = run_sql(
         store,
         "SELECT DISTINCT m FROM kstore_member_events, unnest([member, old_member]) AS u(m) "
         "WHERE cluster = ? AND group_id = ? AND m IS NOT NULL",
         [cluster, group],
     ).rows
-    ids = sorted((row[0] for row in rows if row[0]), key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, ids))) if ids else None
+    return {row[0] for row in rows}
 
 
 def reason_kind(reason: str | None) -> str:
@@ -361,20 +368,23 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
 
 
 def _reasons(
-    rows: list[dict[str, Any]], timelines: Sequence[str], members: re.Pattern[str] | None
+    rows: list[dict[str, Any]], timelines: Sequence[str], members: Set[str]
 ) -> tuple[Any, Result]:
     import plotly.graph_objects as go
 
+    shapes = Counter(
+        (r["timeline"], reason_kind(r["reason"]), reason_shape(r["reason"], members)) for r in rows
+    )
     figure = go.Figure()
     for timeline in timelines:
-        kinds = Counter(reason_kind(r["reason"]) for r in rows if r["timeline"] == timeline)
+        kinds = Counter[str]()
+        for (shown, kind, _), n in shapes.items():
+            if shown == timeline:
+                kinds[kind] += n
         figure.add_trace(
             go.Bar(x=REASON_KINDS, y=[kinds.get(k, 0) for k in REASON_KINDS], name=timeline)
         )
     figure.update_layout(title="Rebalance reasons by kind", barmode="group", height=380)
-    shapes = Counter(
-        (r["timeline"], reason_kind(r["reason"]), reason_shape(r["reason"], members)) for r in rows
-    )
     top = Result(
         ["timeline", "kind", "rebalances", "reason"],  # the count before the long text
         [(t, k, n, reason) for (t, k, reason), n in shapes.most_common(15)],
