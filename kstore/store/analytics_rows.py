@@ -35,7 +35,6 @@ Tables (one set of rows per E, keyed by its stream and version):
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, compress, filterfalse, repeat
@@ -69,6 +68,7 @@ __all__ = [
     "keyed_table",
     "offsets",
     "row_keys",
+    "stable_groups",
 ]
 
 ROW_KEY = ("cluster", "group_id", "timeline", "version")
@@ -424,7 +424,9 @@ class Entries:
     ``local_owner`` indexes its owners, ``local_prev`` its ``people`` (its owners, then
     the other previous owners; -1: none); ``previous`` codes the previous owners.
     ``listed`` are the entries of the lists converted (``_converted``), ``through`` per
-    one of them the last decision that lists it unchanged."""
+    one of them the last decision that lists it unchanged; ``looked`` those of the lists
+    whose previous owners were looked up (all but those a decision repeats from its
+    ``previous``)."""
 
     def __init__(self, decisions: Sequence[Decision]) -> None:
         self.decisions = decisions
@@ -473,9 +475,8 @@ class Entries:
         # A repeated list's previous owner is its member; the others' were looked up.
         self.local_prev: _Ints = self.local_owner.copy()
         found = np.flatnonzero(converted.looked)
-        self.local_prev[_ranges(lists[found], counts[found])] = _flat_ints(
-            [d.local_prev for d in decisions]
-        )
+        self.looked: _Ints = _ranges(lists[found], counts[found])
+        self.local_prev[self.looked] = _flat_ints([d.local_prev for d in decisions])
 
     def previous(self, index: _Ints) -> Coded:
         """The previous owners (``prev(p)``) of the entries ``index``, coded (-1: none)."""
@@ -587,6 +588,40 @@ def _distinct(keys: _Ints) -> tuple[_Ints, _Ints]:
     return np.flatnonzero(present), rank[keys]
 
 
+def stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
+    """The order that sorts rows by ``columns`` (integers, the first the most
+    significant), stable; and, in that order, whether each row's values differ from the
+    row's before it (the first row's do). A column of one value is left out (it tells
+    no rows apart)."""
+    size = len(columns[0])
+    telling = []
+    for column in columns if size else ():
+        low, high = int(column.min()), int(column.max())
+        if low != high:
+            telling.append((column - low if low else column, high - low + 1))
+    code: _Ints = np.zeros(size, dtype=np.int64)
+    span = 1
+    for index, (column, width) in enumerate(telling):
+        span *= width
+        if span >= 1 << 62:  # too many for one number: sort by each column
+            kept = [c for c, _ in telling]
+            order = np.lexsort(kept[::-1])
+            changed = np.zeros(size, dtype=np.bool_)
+            for column in kept:
+                ordered = column[order]
+                changed[1:] |= ordered[1:] != ordered[:-1]
+            break
+        code = column if index == 0 else code * width + column
+    else:
+        order = np.argsort(code, kind="stable")
+        ordered = code[order]
+        changed = np.ones(size, dtype=np.bool_)
+        changed[1:] = ordered[1:] != ordered[:-1]
+    if size:
+        changed[0] = True
+    return order, changed
+
+
 class Listed(NamedTuple):
     """Rows listed per decision: row ``r`` is of decision ``of[r]``; its text coded.
     ``through``: per row, the last decision of its stream that lists it again with
@@ -631,7 +666,6 @@ class _Analytics:
         subscribed = _Subscribed()
         topics_at = self.rows["kstore_topics_at"][1]
         doubled = self.rows["kstore_double_assignments"][1]
-        gone = self.rows["kstore_revocations"][1]
         # Each E's assigned topics (codes into the batch's, ascending) and each entry's
         # place among them: numpy over the batch, no Python per entry.
         width = max(len(entries.topic_names), 1)
@@ -639,16 +673,17 @@ class _Analytics:
         assigned, assigned_of = _distinct(np.repeat(each, entries.sizes) + entries.topic)
         bounds = np.searchsorted(assigned // width, np.arange(len(decisions) + 1)).tolist()
         assigned_topics = [entries.topic_names[c] for c in (assigned % width).tolist()]
+        self.revocations = _revocations(entries)
+        revoked = self.revocations.per_topic(len(decisions))
         for index, (d, mcode) in enumerate(zip(decisions, entries.people, strict=True)):
             applied = d.applied
             members, topics = applied.members, applied.topics
-            gone_members, gone_tps = _revoked(applied.previous, d)
-            gone_topics, gone_numbers = zip(*gone_tps, strict=True) if gone_tps else ((), ())
+            gone = revoked[index]
             kinds = subscribed.read(members)
             own = assigned_topics[bounds[index] : bounds[index + 1]]
             names = sorted(
                 {*own}
-                | {*gone_topics}
+                | gone.keys()
                 | {t for kind in dict.fromkeys(kinds) for t in subscribed.topics[kind]}
             )
             tcode = {t: i for i, t in enumerate(names)}
@@ -661,19 +696,10 @@ class _Analytics:
             people.append(count)
             self.size.extend([topics.get(t, 0) for t in names])
             self.exists.extend([t in topics for t in names])
-            if len(names) == 1:  # one topic (the usual group): all its partitions'
-                self.revoked.append(len(gone_topics))
-            else:
-                per_topic = Counter(gone_topics)
-                self.revoked.extend([per_topic[t] for t in names])
+            self.revoked.extend([gone.get(t, 0) for t in names])
             subscribed.add(members, kinds, mcode, tcode, d.key[:3])
             self._listed("kstore_topics_at", list(topics.items()), topics_at)
             self._listed("kstore_double_assignments", _doubled(d), doubled)
-            # Columns as ``_revoked`` gives them: no tuple per (member, partition) pair.
-            self.rows["kstore_revocations"][0].append(len(gone_members))
-            gone["member"].extend(gone_members)
-            gone["topic"].extend(gone_topics)
-            gone["partition"].extend(gone_numbers)
         self.widths = widths
         self._all: _Ints | None = None  # every entry per topic slot (``_of_topics``)
         self.subscribed = subscribed.rows()
@@ -761,6 +787,9 @@ class _Analytics:
         for table, (counts, listed) in self.rows.items():
             of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
             out[table] = keyed_table(table, self.keys, of, listed)
+        gone = self.revocations
+        columns = {"member": gone.member, "topic": gone.topic, "partition": gone.number}
+        out["kstore_revocations"] = keyed_table("kstore_revocations", self.keys, gone.of, columns)
         return {table: out[table] for table in ANALYTICS_COLUMNS}
 
     def _topic_stats(self) -> pa.Table:
@@ -942,11 +971,7 @@ class _Subscribed:
         return repeated, through
 
 
-_LISTED = (
-    "kstore_topics_at",
-    "kstore_double_assignments",
-    "kstore_revocations",
-)
+_LISTED = ("kstore_topics_at", "kstore_double_assignments")
 """The analytics tables whose few rows per E are listed as E is read."""
 
 
@@ -981,25 +1006,78 @@ def _doubled(d: Decision) -> list[tuple[str, int, str]]:
     ]
 
 
-def _revoked(
-    previous: Mapping[str, tuple[TopicPartition, ...]], d: Decision
-) -> tuple[list[str], list[TopicPartition]]:
-    """The (member, partition) pairs of ``previous`` that E (``d``) does not give that
-    member (none of a list E repeats from ``previous``), as two columns: each pair's
-    member and its partition. Maps over a member's list, no Python per pair (an eager
-    range decision revokes from almost every member)."""
-    assignment = d.data.assignment
-    repeated = set() if d.repeated is None else set(compress(d.owners, d.repeated))
+class _Revocations(NamedTuple):
+    """A batch's ``kstore_revocations`` rows: row ``r`` is of decision ``of[r]``, its
+    ``member`` and partition (``topic``, ``number``) coded."""
+
+    of: _Ints
+    member: Coded
+    topic: Coded
+    number: _Ints
+
+    def per_topic(self, decisions: int) -> list[dict[str, int]]:
+        """Per decision of the batch, its revoked partitions' topics and how many of each
+        (in order of their codes)."""
+        out: list[dict[str, int]] = [{} for _ in range(decisions)]
+        width = max(len(self.topic.names), 1)
+        pairs, pair_of = _distinct(self.of * width + self.topic.codes)
+        counts = np.bincount(pair_of, minlength=len(pairs)).tolist()
+        for event, topic, count in zip(
+            (pairs // width).tolist(), (pairs % width).tolist(), counts, strict=True
+        ):
+            out[event][self.topic.names[topic]] = count
+        return out
+
+
+def _revocations(entries: Entries) -> _Revocations:
+    """The (member, partition) pairs of each decision E's previous assignment
+    (``Applied.previous``) that E does not give that member, each once, in the order of
+    the previous lists (a list E repeats from ``previous`` revokes none and is not
+    read): Python per E only (maps over its lists); the pairs are told apart from E's
+    entries by one sort of the batch (an eager range decision revokes from almost every
+    member, a list each)."""
     members: list[str] = []
-    tps_out: list[TopicPartition] = []
-    for m in filterfalse(repeated.__contains__, previous):
-        tps = previous[m]
-        now = assignment.get(m, ())
-        if len(now) == len(tps) and tuple(now) == tps:  # the same list: none revoked
-            continue
-        kept = set(now)
-        if not kept.issuperset(tps):
-            gone = list(filterfalse(kept.__contains__, dict.fromkeys(tps)))
-            tps_out.extend(gone)
-            members.extend(repeat(m, len(gone)))
-    return members, tps_out
+    lists: list[Sequence[TopicPartition]] = []
+    listed: list[int] = []  # per E: its previous lists read
+    for d in entries.decisions:
+        previous = d.applied.previous
+        read = list(previous)
+        if d.repeated is not None:
+            read = list(filterfalse(set(compress(d.owners, d.repeated)).__contains__, read))
+        members.extend(read)
+        lists.extend(map(previous.__getitem__, read))
+        listed.append(len(read))
+    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    tps = list(chain.from_iterable(lists))
+    topics, numbers = zip(*tps, strict=True) if tps else ((), ())
+    member_codes = dict(zip(entries.owner_names, range(len(entries.owner_names)), strict=True))
+    _code_new(member_codes, dict.fromkeys(members))
+    topic_codes = dict(zip(entries.topic_names, range(len(entries.topic_names)), strict=True))
+    _code_new(topic_codes, dict.fromkeys(topics))
+    decisions = np.arange(len(listed), dtype=np.int64)
+    of = np.repeat(np.repeat(decisions, listed), counts)
+    member = np.repeat(
+        np.fromiter(map(member_codes.__getitem__, members), dtype=np.int64, count=len(members)),
+        counts,
+    )
+    topic = np.fromiter(map(topic_codes.__getitem__, topics), dtype=np.int64, count=len(topics))
+    number = np.array(numbers, dtype=np.int64)
+    # E's entries of the lists read first, then the previous pairs, sorted stably: a
+    # previous pair that starts its group is in none of E's lists and is its first.
+    now = entries.looked
+    order, starts = stable_groups(
+        [
+            np.concatenate([entries.event[now], of]),
+            np.concatenate([entries.owner[now], member]),
+            np.concatenate([entries.topic[now], topic]),
+            np.concatenate([entries.number[now], number]),
+        ]
+    )
+    first = order[starts]
+    gone = np.sort(first[first >= len(now)]) - len(now)
+    return _Revocations(
+        of[gone],
+        Coded(member[gone], list(member_codes)),
+        Coded(topic[gone], list(topic_codes)),
+        number[gone],
+    )

@@ -47,6 +47,7 @@ from kstore.store.analytics_rows import (
     keyed_table,
     offsets,
     row_keys,
+    stable_groups,
 )
 from kstore.store.catalogue import arrow_schema
 
@@ -251,40 +252,6 @@ def _spans(entries: Entries, members_at: Listed) -> list[Spans]:
     ]
 
 
-def _stable_groups(columns: list[_Ints]) -> tuple[_Ints, npt.NDArray[np.bool_]]:
-    """The order that sorts rows by ``columns`` (integers, the first the most
-    significant), stable; and, in that order, whether each row's values differ from the
-    row's before it (the first row's do). A column of one value is left out (it tells
-    no rows apart)."""
-    size = len(columns[0])
-    telling = []
-    for column in columns if size else ():
-        low, high = int(column.min()), int(column.max())
-        if low != high:
-            telling.append((column - low if low else column, high - low + 1))
-    code: _Ints = np.zeros(size, dtype=np.int64)
-    span = 1
-    for index, (column, width) in enumerate(telling):
-        span *= width
-        if span >= 1 << 62:  # too many for one number: sort by each column
-            kept = [c for c, _ in telling]
-            order = np.lexsort(kept[::-1])
-            changed = np.zeros(size, dtype=np.bool_)
-            for column in kept:
-                ordered = column[order]
-                changed[1:] |= ordered[1:] != ordered[:-1]
-            break
-        code = column if index == 0 else code * width + column
-    else:
-        order = np.argsort(code, kind="stable")
-        ordered = code[order]
-        changed = np.ones(size, dtype=np.bool_)
-        changed[1:] = ordered[1:] != ordered[:-1]
-    if size:
-        changed[0] = True
-    return order, changed
-
-
 class Spans:
     """The rows of a spans table (``kstore_assignment_spans``, ``kstore_member_spans``)
     that a batch of decisions makes, as if no span was open before it: a span per
@@ -323,7 +290,7 @@ class Spans:
         place[by_stream] = np.arange(len(keys), dtype=np.int64) - np.repeat(base, counts)
         event = listed_of
         until = place[event if through is None else through]
-        order, changed = _stable_groups(
+        order, changed = stable_groups(
             [of[event], *(c.codes if isinstance(c, Coded) else c for c in listed.values())]
         )
         changed[1:] |= place[event[order[1:]]] != until[order[:-1]] + 1

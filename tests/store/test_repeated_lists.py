@@ -21,12 +21,14 @@ from kstore.model import (
     MemberReplaced,
     TopicChanged,
 )
+from kstore.model.fold import GroupState
 from kstore.store.analytics_rows import _PIECES_FROM
 from kstore.store.projections import PROJECTED, Projector, StreamHead
 
 T0 = datetime(2026, 11, 24, tzinfo=UTC)
 _TPS = [("t", p) for p in range(4)] + [("u", p) for p in range(2)]
 _MEMBERS = ["a", "b", "c"]
+_REVOKED = "kstore_revocations"
 
 
 def _events(datas: list[EventData]) -> list[Event]:
@@ -68,28 +70,30 @@ def _decided(generation: int, **lists: list[tuple[str, int]]) -> AssignmentCompl
 
 def test_repeated_moved_doubled_and_replaced_lists_make_the_rows_read_alone() -> None:
     first = {"a": [("t", 0), ("t", 1)], "b": [("t", 2), ("u", 0)], "c": [("u", 1)]}
-    _same_rows(
-        [
-            *_start(),
-            _decided(1, **first),
-            _decided(2, **first),  # all repeated
-            _decided(3, **{**first, "c": [("u", 1), ("t", 1)]}),  # t1 also a's, repeated
-            _decided(4, **first),  # after a double assignment
-            _decided(5, **first),
-            _decided(6, a=[("t", 0)], b=first["b"], c=[("u", 1), ("t", 1)]),  # a moves t1
-            _decided(7, a=[("t", 0)], b=first["b"], c=[("u", 1)]),  # t1 last c's, unassigned
-            _decided(8, a=[("t", 0)], b=first["b"], c=[("u", 1), ("t", 3)]),
-            MemberReplaced(old_member_id="b", new_member_id="c", instance_id="i"),
-            _decided(9, a=[("t", 0)], c=[("u", 1), ("t", 3)]),  # after a hand-over
-            _decided(10, a=[("t", 0)], c=[("u", 1), ("t", 3)], b=[("t", 2), ("u", 0)]),
-            MemberReplaced(old_member_id="a", new_member_id="d", instance_id="j"),
-            _decided(11, a=[("t", 0)], c=[("u", 1), ("t", 3)]),  # t0 last d's
-            _decided(12, a=[("t", 0), ("t", 1)], c=[("u", 1), ("t", 3)]),
-            _decided(13, a=[("t", 0)], c=[("u", 1), ("t", 3), ("t", 1)]),  # a did not take
-            AssignmentNotTakenUp(generation=13, member_id="a"),  # it up: t1 a's again
-            _decided(14, a=[("t", 0)], c=[("u", 1), ("t", 3), ("t", 1)]),
-        ]
-    )
+    datas = [
+        *_start(),
+        _decided(1, **first),
+        _decided(2, **first),  # all repeated
+        _decided(3, **{**first, "c": [("u", 1), ("t", 1)]}),  # t1 also a's, repeated
+        _decided(4, **first),  # after a double assignment
+        _decided(5, **first),
+        _decided(6, a=[("t", 0)], b=first["b"], c=[("u", 1), ("t", 1)]),  # a moves t1
+        _decided(7, a=[("t", 0)], b=first["b"], c=[("u", 1)]),  # t1 last c's, unassigned
+        _decided(8, a=[("t", 0)], b=first["b"], c=[("u", 1), ("t", 3)]),
+        MemberReplaced(old_member_id="b", new_member_id="c", instance_id="i"),
+        _decided(9, a=[("t", 0)], c=[("u", 1), ("t", 3)]),  # after a hand-over
+        _decided(10, a=[("t", 0)], c=[("u", 1), ("t", 3)], b=[("t", 2), ("u", 0)]),
+        MemberReplaced(old_member_id="a", new_member_id="d", instance_id="j"),
+        _decided(11, a=[("t", 0)], c=[("u", 1), ("t", 3)]),  # t0 last d's
+        _decided(12, a=[("t", 0), ("t", 1)], c=[("u", 1), ("t", 3)]),
+        _decided(13, a=[("t", 0)], c=[("u", 1), ("t", 3), ("t", 1)]),  # a did not take
+        AssignmentNotTakenUp(generation=13, member_id="a"),  # it up: t1 a's again
+        _decided(14, a=[("t", 0)], c=[("u", 1), ("t", 3), ("t", 1)]),
+        _decided(15, a=[("t", 0), ("t", 0), ("u", 0)], c=[("u", 1)]),  # a lists t0 twice
+        _decided(16, c=[("u", 1), ("t", 0)]),  # revoked once
+    ]
+    _same_rows(datas)
+    _revocations_as_defined(datas)
 
 
 _lists = st.lists(st.sampled_from(_TPS), max_size=4)
@@ -124,6 +128,30 @@ def test_generated_streams_make_the_rows_read_alone(steps: list[tuple[str, objec
         datas.append(_decided(generation, **lists))
         previous = lists
     _same_rows(datas)
+    _revocations_as_defined(datas)
+
+
+def _revocations_as_defined(datas: list[EventData]) -> None:
+    """The ``kstore_revocations`` rows of a batch are, decision by decision, each
+    (member, partition) of the assignment before it (the fold's, replaced members
+    renamed) that it does not give that member, each once, in the order listed."""
+    events = _events(datas)
+    rows, _ = _rows([events])
+    fold = GroupState(applied=[])
+    expected = []
+    for event in events:
+        fold.apply(event)
+        if isinstance(event.data, AssignmentCompleted):
+            applied = fold.applied[-1]
+            for member, held in applied.previous.items():
+                now = event.data.assignment.get(member, [])
+                expected.extend(
+                    (applied.version, member, topic, partition)
+                    for topic, partition in dict.fromkeys(held)
+                    if (topic, partition) not in now
+                )
+    got = [(r["version"], r["member"], r["topic"], r["partition"]) for r in rows[_REVOKED]]
+    assert got == expected
 
 
 def test_a_decision_is_not_kept_alive_by_the_next_once_its_rows_are_made() -> None:

@@ -22,9 +22,10 @@ from kstore.model import (
     MemberLeft,
 )
 from kstore.store import log
+from kstore.store.analytics_rows import stable_groups
 from kstore.store.interface import ConcurrencyError
 from kstore.store.log import Store
-from kstore.store.projections import SPANNED, _stable_groups
+from kstore.store.projections import SPANNED
 from tests.store._stores import fresh_store
 from tests.store.events_gen import make_event, streams
 
@@ -271,7 +272,7 @@ def test_stable_groups_are_a_stable_sort_by_every_column(shape: tuple[int, list[
     the order a stable sort by all of them gives, and where their values change."""
     width, rows = shape
     columns = [np.array([row[c] for row in rows], dtype=np.int64) for c in range(width)]
-    order, changed = _stable_groups(columns)
+    order, changed = stable_groups(columns)
     expected = sorted(range(len(rows)), key=lambda i: rows[i])
     assert order.tolist() == expected
     assert changed.tolist() == [
