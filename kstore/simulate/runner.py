@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kstore._apart import FORKS, Apart
 from kstore._gc import cyclic_gc_paused
 from kstore.model.events import Event, StreamId
 from kstore.model.fold import GroupState
@@ -23,7 +24,7 @@ from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
 from kstore.protocol.group import GroupSim, MemberSpec, ResumeMismatch
 from kstore.simulate.scenario import MemberGroup, Scenario, Step
-from kstore.store.writer import _FORKS, Writer, _Apart
+from kstore.store.writer import Writer
 
 if TYPE_CHECKING:
     from kstore.store.interface import EventStore
@@ -238,14 +239,14 @@ def run_scenario(
     stored: list[Event] = []
     state = None
     began, began_cpu = _cpu_times(), time.process_time()
-    making: _Apart | None = None  # the store being created apart
+    making: Apart | None = None  # the store being created apart
     if store is not None:
         from kstore.store.log import Store
 
         writer = Writer(store, batch_events=None)
         apart_if_free = isinstance(store, Store)
-        if new_store and isinstance(store, Store) and _FORKS:
-            making = _Apart(store.init, "creating the store")
+        if new_store and isinstance(store, Store) and FORKS:
+            making = Apart(store.init, "creating the store")
             stored = list(writer.stored(stream, 0))  # a new store holds nothing
         else:
             if new_store and isinstance(store, Store):

@@ -33,19 +33,14 @@ the stream; without a fold (``kstore append``) the store folds.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
-import os
-import pickle
-import signal
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from kstore._apart import FORKS, Apart
 from kstore.model._construct import every_field, instance
 from kstore.model.events import (
     AssignmentCompleted,
@@ -66,103 +61,6 @@ from kstore.store.interface import (
 )
 
 __all__ = ["Writer", "stamp", "stamper"]
-
-_FORKS = sys.platform == "linux"
-"""``Writer.flush_apart`` forks (and asks Linux to end the copy with its parent)."""
-
-
-class _Apart:
-    """``work()`` run in a forked copy of this process; ``result`` waits for it and gives
-    its value or raises its exception (pickled back through a pipe). ``cpu``: the CPU
-    seconds the copy used (user and system), once it ended. ``doing``: what it does, for
-    the error when it ends without a result."""
-
-    def __init__(self, work: Callable[[], Any], doing: str = "appending a batch") -> None:
-        self.doing = doing
-        parent = os.getpid()
-        read, write = os.pipe()
-        self._status: int | None = None
-        self.cpu = 0.0
-        # Ctrl-C is held back over the fork: raised inside it, in the handlers modules
-        # register to run at a fork (logging's), it would be printed and lost.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        self._pid = os.fork()
-        if self._pid == 0:  # the copy: it never returns from here
-            os.close(read)
-            code = 1
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                # PR_SET_PDEATHSIG: SIGKILL this copy when its parent ends.
-                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-                if os.getppid() == parent:  # else the parent ended before the line above
-                    with os.fdopen(write, "wb") as out:
-                        out.write(_outcome(work))
-                    code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        self._read: int | None = read
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-    def done(self) -> bool:
-        """Whether the copy has ended (without waiting)."""
-        if self._status is None:
-            pid, status, used = os.wait4(self._pid, os.WNOHANG)
-            if pid == 0:
-                return False
-            self._ended(status, used)
-        return True
-
-    def _wait(self) -> None:
-        if self._status is None:
-            _, status, used = os.wait4(self._pid, 0)
-            self._ended(status, used)
-
-    def _ended(self, status: int, used: Any) -> None:
-        self._status = status
-        self.cpu = used.ru_utime + used.ru_stime
-
-    def kill(self) -> None:
-        """End the copy now (if it has not ended) and wait for it to be gone."""
-        self._close()
-        if self._status is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self._pid, signal.SIGKILL)
-            self._wait()
-
-    def result(self) -> Any:
-        """The copy's value, once it ended; its exception raised."""
-        assert self._read is not None, "the copy's result was read already"
-        chunks = []
-        while chunk := os.read(self._read, 1 << 16):
-            chunks.append(chunk)
-        self._close()
-        self._wait()
-        if not chunks:
-            raise RuntimeError(
-                f"the process {self.doing} ended (wait status {self._status}) before it was done"
-            )
-        ok, value = pickle.loads(b"".join(chunks))
-        if not ok:
-            raise value
-        return value
-
-    def _close(self) -> None:
-        if self._read is not None:
-            os.close(self._read)
-            self._read = None
-
-
-def _outcome(work: Callable[[], Any]) -> bytes:
-    """``(True, work())`` or ``(False, its exception)``, pickled."""
-    try:
-        return pickle.dumps((True, work()))
-    except BaseException as exc:
-        try:
-            return pickle.dumps((False, exc))
-        except Exception:  # an exception that does not pickle: its type and text
-            return pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
 def stamp(
@@ -239,7 +137,7 @@ class Writer:
         self._pending: list[Event] = []
         self._entries = 0
         self._apart: (
-            tuple[_Apart, Counter[StreamId], dict[StreamId, int], dict[StreamId, Folded]] | None
+            tuple[Apart, Counter[StreamId], dict[StreamId, int], dict[StreamId, Folded]] | None
         ) = None
 
     # --- resuming -------------------------------------------------------------------------
@@ -341,7 +239,7 @@ class Writer:
         batch is stored). Not ``apart``,
         without ``os.fork`` (not Linux) or with a checkpoint key, it is ``flush``."""
         self.wait()
-        if not (self.apart and _FORKS) or self.key is not None:
+        if not (self.apart and FORKS) or self.key is not None:
             self.flush()
             return
         batch, streams, counts, expected = self._taken()
@@ -354,7 +252,7 @@ class Writer:
         import numpy.ma  # noqa: F401
 
         self._apart = (
-            _Apart(lambda: self._append(batch, expected, None, folded)),
+            Apart(lambda: self._append(batch, expected, None, folded)),
             counts,
             expected,
             folded,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from kstore._apart import FORKS
 from kstore.cli import app
 from kstore.model.events import Event
 from kstore.protocol.group import ResumeMismatch
@@ -204,7 +205,7 @@ def test_a_new_store_is_created_apart_while_the_run_begins(
     args = ["--store", str(db), "simulate", "--generate", "steady-churn", "--members", "4"]
     result = CliRunner().invoke(app, [*args, "--steps", "30", "--seed", "2"])
     assert result.exit_code == 0, result.output
-    if runner._FORKS:
+    if FORKS:
         assert int(made_by.read_text()) != os.getpid()
     timeline = "sim/steady-churn-4-30-2"
     scenario = generate("steady-churn", members=4, steps=30, seed=2)
