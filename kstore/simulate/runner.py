@@ -57,19 +57,16 @@ def _core_free(
     since: tuple[int, int] | None, made_apart: tuple[float, float] | None = None
 ) -> bool:
     """Whether to append a store file's batches in a forked process while the run goes
-    on: ``KSTORE_APPEND_APART`` 1 or 0, else when half a core or more was idle while the
-    run made its first batch (``since``: ``_cpu_times`` at its start; the load average
-    a core below the machine's count where that cannot be read). ``made_apart``: the
-    store was created by a forked copy meanwhile, (the run's CPU seconds, the copy's):
-    the copy competed for the core another process would use, so the idle time (or the
-    copy's CPU counted as idle) would hide that process; then the other processes' use
-    is what was busy beyond the two, and half a core must be left to them and a run
-    that takes a whole one. Appending apart costs a quarter to two fifths more CPU than
-    appending in the run's process (more, smaller batches; pages copied on write), which
-    a busy machine pays in wall time too. The load average alone was the last minute's:
-    a run started just after another command (its own previous run) appended
-    in-process on an idle machine, 13-14 s instead of 10 for the 10,000-step
-    steady-churn run."""
+    on (``Writer.flush_apart``): ``KSTORE_APPEND_APART`` 1 or 0; else whether half a core
+    or more was idle while the run made its first batch (``since``: ``_cpu_times`` at its
+    start), or, where that cannot be read, whether the load average is a core below the
+    machine's count. ``made_apart`` (the run's CPU seconds, the copy's): a forked copy
+    created the store meanwhile, so the others' use is what was busy beyond those two,
+    and half a core must be left beside it and the run's whole one.
+
+    Appending apart costs a quarter to two fifths more CPU (more, smaller batches, pages
+    copied on write), which a busy machine pays in wall time; the last minute's load
+    average alone misjudged a run started right after another command."""
     forced = os.environ.get("KSTORE_APPEND_APART")
     if forced in ("0", "1"):
         return forced == "1"
