@@ -131,8 +131,12 @@ def map_streams(frame: Any, function: StreamFunction, schema: pa.Schema) -> Any:
                 done, rows = [], 0
         yield from _joined(done)
 
+    # The shuffle's partitions as many as ``fit_partitions`` set, each a task: without a
+    # number adaptive execution merges them into about one task per core, so the stream
+    # work, far more than the bytes say, ended on one core while the other had finished.
+    tasks = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     return (
-        frame.repartition(*STREAM_COLUMNS)
+        frame.repartition(tasks, *STREAM_COLUMNS)
         .sortWithinPartitions(*STREAM_COLUMNS, "version")
         .mapInArrow(run, spark_schema(schema))
     )

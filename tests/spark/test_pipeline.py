@@ -163,6 +163,24 @@ def test_replay_reads_no_recorded_assignment(
     assert "assignment" not in scanned
 
 
+def test_the_stream_tasks_are_as_many_as_the_shuffle_partitions(spark: Any, tmp_path: Path) -> None:
+    """Each shuffle partition stays a task of its own: adaptive execution merged them
+    into about one per core, so a replay's last long task ran on one core alone."""
+    from pyspark.sql import functions as F
+
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(24, 3))
+    export_store(store, tmp_path / "log")
+    log = read_log(spark, [tmp_path / "log"])
+    spark.conf.set("spark.sql.shuffle.partitions", "4")  # as fit_partitions sets it
+    try:
+        tasks = replay_log(log, ["sticky"]).select(F.spark_partition_id()).distinct().count()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    assert tasks == 4
+
+
 def test_replay_reports_the_assignors_warnings(spark: Any, tmp_path: Path) -> None:
     """Fleet group g00815 leads sticky to a request Kafka never returns from (quirk 4)."""
     store = Store(tmp_path / "kstore.duckdb")
