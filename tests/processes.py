@@ -4,10 +4,11 @@ command run on a pseudo-terminal."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["alive", "children", "on_a_terminal"]
+__all__ = ["alive", "children", "on_a_terminal", "plain"]
 
 
 def _stat(pid: int | str) -> list[str] | None:
@@ -62,3 +63,8 @@ def on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
     finally:
         os.close(leader)
     return returncode, shown.decode(errors="replace")
+
+
+def plain(shown: str) -> str:
+    """What a terminal was sent, without colours and cursor moves."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)

@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from datetime import datetime, timedelta
 from functools import cache
 from itertools import groupby, pairwise
@@ -639,9 +639,15 @@ def write_report(
     cluster: str,
     out: Path,
     source: str = "recorded",
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Write the report; returns the number of plots in it."""
+    """Write the report; returns the number of plots in it. ``progress(parts done,
+    parts)`` after each part: the queries, rates and reasons, each timeline's ownership,
+    the page."""
     from kstore.analytics.advise import advice
+
+    parts = 3 + len(timelines)
+    told = progress or (lambda done, total: None)
 
     scope = {"group": group, "cluster": cluster}
     metrics = [
@@ -685,6 +691,7 @@ def write_report(
         )
     else:
         sections.append(_table(found))
+    told(1, parts)
     if rated:
         rates, step = _rates(rated, timelines)
         figures.append(("rates", rates))
@@ -697,12 +704,14 @@ def write_report(
         "&lt;instance&gt;, numbers as &lt;n&gt;</p>",
         _table(top),
     ]
+    told(2, parts)
     sections.append("<h2>Ownership</h2>")
     for i, timeline in enumerate(timelines):
         figure, note = _ownership(store, group, cluster, timeline)
         if figure is not None:
             figures.append((f"own{i}", figure))
             sections += [_plot(f"own{i}"), f"<p class='note'>{html.escape(note)}</p>"]
+        told(3 + i, parts)
     storms = _storms(rebalances)
     sections += [
         f"<h2>Storms ({len(storms.rows)})</h2>",
@@ -730,6 +739,7 @@ def write_report(
         ),
     ]  # fmt: skip
     write_text(out, _page(f"kstore report: {cluster}/{group}", sections, figures))
+    told(parts, parts)
     return len(figures)
 
 
@@ -742,9 +752,16 @@ def _slug(cluster: str, group: str) -> str:
     return f"{text[:80]}-{digest}.html"
 
 
-def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool = True) -> int:
+def write_fleet(
+    store: Store,
+    out: Path,
+    timeline: str = "recorded",
+    pages: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """``out``/index.html ranks every group (its ``timeline``) by churn, storms and
-    imbalance, linking to each group's report (written beside it when ``pages``)."""
+    imbalance, linking to each group's report (written beside it when ``pages``;
+    ``progress(reports written, groups)`` after each)."""
     import plotly.graph_objects as go
 
     try:
@@ -785,6 +802,8 @@ def write_fleet(store: Store, out: Path, timeline: str = "recorded", pages: bool
         if pages:
             names = timelines_of(store, row["group"], row["cluster"])
             write_report(store, row["group"], names, row["cluster"], out / name, timeline)
+            if progress is not None:
+                progress(rank, len(rows))
         links.append(
             f"<tr><td>{rank}</td><td><a href='{html.escape(name)}'>"
             f"{html.escape(row['cluster'])}/{html.escape(row['group'])}</a></td>"

@@ -26,9 +26,11 @@ from rich.text import Text
 from kstore._errors import UsageError
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, ProgressColumn
+    from collections.abc import Callable
 
-__all__ = ["FORMATS", "check_format", "plain", "print_rows", "progress_bar"]
+    from rich.progress import Progress, ProgressColumn, TaskID
+
+__all__ = ["FORMATS", "check_format", "plain", "print_rows", "progress_bar", "told"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 _PIPE_WIDTH = 1_000_000
@@ -204,3 +206,8 @@ def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
         transient=True,
         expand=True,
     )
+
+
+def told(bar: Progress, task: TaskID) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback that moves ``task`` of ``bar``."""
+    return lambda done, total: bar.update(task, completed=done, total=total)

@@ -208,7 +208,7 @@ def print_streams(path: Path, output: str = "table") -> None:
 def rebuild_store(path: Path) -> None:
     from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-    from kstore.commands._output import progress_bar
+    from kstore.commands._output import progress_bar, told
 
     store = Store(path)
     bar = progress_bar(
@@ -220,5 +220,5 @@ def rebuild_store(path: Path) -> None:
     )
     with bar:
         task = bar.add_task(str(path), total=None)
-        store.rebuild(lambda done, total: bar.update(task, completed=done, total=total))
+        store.rebuild(told(bar, task))
     print(f"rebuilt the projections and snapshots of {len(store.streams())} streams")

@@ -29,7 +29,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.store.log import Store
-from tests.processes import on_a_terminal
+from tests.processes import on_a_terminal, plain
 from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -360,5 +360,4 @@ def test_the_bar_keeps_its_figures_whole_in_a_narrow_terminal(tmp_path: Path) ->
     returncode, text = on_a_terminal([*command, "--strategy", "sticky"], columns=80)
     assert returncode == 0
     whole = r"\d+/\d+ source events [\d,]+/s (\d+:\d\d:\d\d|-:--:--)"
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor moves
-    assert re.search(whole, plain), plain
+    assert re.search(whole, plain(text)), plain(text)

@@ -30,6 +30,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.store.log import Store
+from tests.processes import on_a_terminal, plain
 
 pytestmark = pytest.mark.xdist_group("chromium")
 
@@ -284,7 +285,10 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
 
 def test_fleet_page_ranks_every_group(fleet: Path, tmp_path: Path) -> None:
     folder = tmp_path / "fleet"
-    kstore(fleet, "report", "--fleet", "--out", str(folder))
+    # on a terminal, a bar counts the groups' reports (one per group: long work)
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(fleet), "report", "--fleet"]
+    code, shown = on_a_terminal([*command, "--out", str(folder)], columns=120)
+    assert code == 0 and "3/3 groups" in plain(shown), plain(shown)
     index = (folder / "index.html").read_text()
     links = re.findall(r"<a href='([^']+)'>([^<]+)</a>", index)
     assert [name for _, name in links] == [
@@ -303,7 +307,13 @@ def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
     fleet: Path, tmp_path: Path
 ) -> None:
     page = tmp_path / "partial.html"
-    kstore(fleet, "report", "--group", "medium", "--out", str(page))
+    out = kstore(fleet, "report", "--group", "medium", "--out", str(page))
+    assert out.stderr == ""  # no bar in a pipe
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(fleet), "report"]
+    code, shown = on_a_terminal([*command, "--group", "medium", "--out", str(page)], 120)
+    # the queries, rates and reasons, three timelines' ownership, the page
+    assert code == 0 and "report default/medium" in plain(shown)
+    assert "6/6 parts" in plain(shown), plain(shown)
     text = page.read_text()
     (line,) = re.findall(r"<p class='partial'>(.*?)</p>", text)
     assert line.startswith("replay/sticky is partial: it has decided up to version ")

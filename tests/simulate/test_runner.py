@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +25,7 @@ from kstore.simulate import (
 from kstore.store.interface import AppendResult
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
-from tests.processes import on_a_terminal
+from tests.processes import on_a_terminal, plain
 from tests.store._stores import initialised_store
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
@@ -257,6 +256,5 @@ def test_the_simulate_bar_tells_the_time_left(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb")]
     command += ["simulate", "--generate", "steady-churn", "--members", "20", "--steps", "400"]
     code, shown = on_a_terminal(command, columns=120)
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
-    assert code == 0 and "% of simulated time" in plain
-    assert "-:--:--" in plain, plain  # the time left, before the run's pace is known
+    assert code == 0 and "% of simulated time" in plain(shown)
+    assert "-:--:--" in plain(shown), plain(shown)  # the time left, before the run's pace

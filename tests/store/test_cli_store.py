@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 from benchmarks._fleet import group_events
 from kstore._lazy import one_blas_thread
 from kstore.cli import main
-from tests.processes import on_a_terminal
+from tests.processes import on_a_terminal, plain
 from tests.store._stores import initialised_store
 from tests.store.test_events import SPEC_EXAMPLE
 
@@ -451,10 +450,6 @@ def test_append_to_a_missing_store_says_so_before_reading_its_input(tmp_path: Pa
     assert not missing.exists()
 
 
-def _plain(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor moves
-
-
 def test_append_and_rebuild_show_a_bar_on_a_terminal(tmp_path: Path) -> None:
     store = initialised_store(tmp_path / "s.duckdb")
     events = list(group_events("g", 60, seed=3))
@@ -464,10 +459,10 @@ def test_append_and_rebuild_show_a_bar_on_a_terminal(tmp_path: Path) -> None:
     kstore = [sys.executable, "-m", "kstore.cli", "--store", str(store.path)]
     code, shown = on_a_terminal([*kstore, "append", str(source)], columns=120)
     assert code == 0
-    assert "reading /" in _plain(shown) and f"storing {n:,} events" in _plain(shown)
+    assert "reading /" in plain(shown) and f"storing {n:,} events" in plain(shown)
     assert [s.events for s in store.streams()] == [n]
     code, shown = on_a_terminal([*kstore, "rebuild"], columns=120)
-    assert code == 0 and "rebuilding /" in _plain(shown)
-    assert f"{n}/{n} events" in _plain(shown), _plain(shown)
+    assert code == 0 and "rebuilding /" in plain(shown)
+    assert f"{n}/{n} events" in plain(shown), plain(shown)
     piped = subprocess.run([*kstore, "rebuild"], capture_output=True, text=True)
     assert (piped.returncode, piped.stderr) == (0, "")
