@@ -14,7 +14,8 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -26,11 +27,9 @@ from rich.text import Text
 from kstore._errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from rich.progress import Progress, ProgressColumn
 
-    from rich.progress import Progress, ProgressColumn, TaskID
-
-__all__ = ["FORMATS", "check_format", "plain", "print_rows", "progress_bar", "told"]
+__all__ = ["FORMATS", "check_format", "counting", "plain", "print_rows", "progress_bar"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 _PIPE_WIDTH = 1_000_000
@@ -208,6 +207,19 @@ def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
     )
 
 
-def told(bar: Progress, task: TaskID) -> Callable[[int, int], None]:
-    """A ``progress(done, total)`` callback that moves ``task`` of ``bar``."""
-    return lambda done, total: bar.update(task, completed=done, total=total)
+@contextmanager
+def counting(label: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """On a terminal (stderr) a bar for ``label`` with the count of ``unit`` done and the
+    time left, gone when done; yields the ``progress(done, total)`` that moves it."""
+    from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
+
+    bar = progress_bar(
+        "{task.description}",
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeRemainingColumn(),
+        show=sys.stderr.isatty(),
+    )
+    with bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

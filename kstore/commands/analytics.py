@@ -20,7 +20,7 @@ from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve, source_timeline
-from kstore.commands._output import check_format, print_rows, progress_bar, told
+from kstore.commands._output import check_format, counting, print_rows, progress_bar
 from kstore.commands._stop import stop_requested
 from kstore.model.strategies import strategy
 from kstore.store.log import Store
@@ -256,25 +256,16 @@ def report(
     from kstore.analytics.pages import write_fleet, write_report
 
     store = Store(path)
-    bar = progress_bar(
-        "report {task.description}",
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[unit]}"),
-        TimeRemainingColumn(),
-        show=sys.stderr.isatty(),
-    )
     if fleet or group is None:
         if cluster is not None or timelines is not None:
             raise UsageError("--fleet: every group of the store; no --cluster or --timelines")
-        with bar:
-            task = bar.add_task(str(out), total=None, unit="groups")
-            groups = write_fleet(store, out, progress=told(bar, task))
+        with counting(f"report {out}", "groups") as progress:
+            groups = write_fleet(store, out, progress=progress)
         print(f"wrote {out / 'index.html'} ranking {groups} groups, and their reports beside it")
         return
     cluster, names = _timelines(store, group, cluster, timelines)
-    with bar:
-        task = bar.add_task(f"{cluster}/{group}", total=None, unit="parts")
-        plots = write_report(store, group, names, cluster, out, progress=told(bar, task))
+    with counting(f"report {cluster}/{group}", "parts") as progress:
+        plots = write_report(store, group, names, cluster, out, progress=progress)
     print(f"wrote {out} ({plots} plots, timelines {', '.join(names)})")
 
 

@@ -206,19 +206,9 @@ def print_streams(path: Path, output: str = "table") -> None:
 
 
 def rebuild_store(path: Path) -> None:
-    from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
-
-    from kstore.commands._output import progress_bar, told
+    from kstore.commands._output import counting
 
     store = Store(path)
-    bar = progress_bar(
-        "rebuilding {task.description}",
-        MofNCompleteColumn(),
-        TextColumn("events"),
-        TimeRemainingColumn(),
-        show=sys.stderr.isatty(),
-    )
-    with bar:
-        task = bar.add_task(str(path), total=None)
-        store.rebuild(told(bar, task))
+    with counting(f"rebuilding {path}", "events") as progress:
+        store.rebuild(progress)
     print(f"rebuilt the projections and snapshots of {len(store.streams())} streams")
