@@ -60,11 +60,12 @@ def append_events(path: Path, file: str) -> None:
     store = Store(path)
     store.check()
     lines = read_text(file).splitlines()
+    name = "standard input" if file == "-" else file
     bar = _append_bar() if sys.stderr.isatty() else None  # rich: a terminal's start-up only
     with bar if bar is not None else contextlib.nullcontext():
         read: Iterable[str] = lines
         if bar is not None:
-            task = bar.add_task(f"reading {file}", total=len(lines), count="")
+            task = bar.add_task(f"reading {name}", total=len(lines), count="")
 
             def told(done: int) -> None:
                 bar.update(task, completed=done, count=f"{done:,}/{len(lines):,} lines")
@@ -73,7 +74,7 @@ def append_events(path: Path, file: str) -> None:
         try:
             events = parse_event_lines(read)
         except EventError as exc:
-            raise EventError(f"{'standard input' if file == '-' else file}: {exc}") from None
+            raise EventError(f"{name}: {exc}") from None
         if bar is not None:
             bar.remove_task(task)
             bar.add_task(f"storing {len(events):,} events", total=None, count="one transaction")
