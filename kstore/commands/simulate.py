@@ -14,7 +14,7 @@ from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
 from kstore.commands._stop import stop_requested
 from kstore.model._timelines import new_timeline
-from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
+from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol, fitting
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
 
@@ -45,10 +45,11 @@ def _override(scenario: Scenario, strategy: str | None, protocol: str | None) ->
     if proto not in ("eager", "cooperative", "consumer"):
         raise UsageError(f"--protocol: one of eager, cooperative, consumer (not {proto})")
     allowed = CONSUMER_STRATEGIES if proto == "consumer" else CLASSIC_STRATEGIES
-    if strategy is not None and strategy not in allowed:
-        raise UsageError(
-            f"--strategy {strategy} does not go with protocol {proto} (one of {', '.join(allowed)})"
-        )
+    if strategy is not None:
+        try:
+            fitting(strategy, proto)
+        except ValueError as exc:
+            raise UsageError(f"--strategy: {exc}") from None
     if strategy is None and scenario.strategy in allowed and proto != "cooperative":
         strategy = scenario.strategy
     raw = scenario.model_dump(by_alias=True)

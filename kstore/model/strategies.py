@@ -26,6 +26,7 @@ __all__ = [
     "Protocol",
     "Strategy",
     "UnknownStrategy",
+    "fitting",
     "flavour_of",
     "known_protocol",
     "protocol_of",
@@ -95,16 +96,31 @@ class UnknownStrategy(UsageError):
     """A strategy name the catalogue does not hold; the message names the nearest ones."""
 
 
+def _unknown(name: str, known: tuple[str, ...] | list[str]) -> str:
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return f"unknown strategy {name!r} (known: {', '.join(known)}){hint}"
+
+
 def strategy(name: str) -> Strategy:
     """The catalogue's entry for ``name``, or ``UnknownStrategy`` naming the nearest names."""
     found = CATALOGUE.get(name)
     if found is None:
-        near = difflib.get_close_matches(name, list(CATALOGUE), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
-        raise UnknownStrategy(
-            f"strategy: unknown strategy {name!r} (known: {', '.join(CATALOGUE)}){hint}"
-        )
+        raise UnknownStrategy(f"strategy: {_unknown(name, list(CATALOGUE))}")
     return found
+
+
+def fitting(name: str, protocol: str) -> str:
+    """``name``, when a member of a group of ``protocol`` can offer it; else ``ValueError``
+    naming the nearest names that fit (an unknown name) or saying which protocol's it is."""
+    allowed = CONSUMER_STRATEGIES if protocol == "consumer" else CLASSIC_STRATEGIES
+    if name in allowed:
+        return name
+    if name not in CATALOGUE:
+        raise ValueError(_unknown(name, allowed))
+    raise ValueError(
+        f"strategy {name} does not go with protocol {protocol} (one of {', '.join(allowed)})"
+    )
 
 
 SAME = "same"

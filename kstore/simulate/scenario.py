@@ -26,7 +26,7 @@ from kstore._errors import UsageError, field_path
 from kstore._files import read_text
 from kstore._limits import PartitionCount, TopicName, check_instant
 from kstore.assignors._contract import check_total
-from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol
+from kstore.model.strategies import Protocol, fitting
 from kstore.protocol.settings import ProtocolSettings
 
 __all__ = [
@@ -218,14 +218,7 @@ class Scenario(_Model):
     @field_validator("strategy")
     @classmethod
     def _fits_protocol(cls, strategy: str | None, info: ValidationInfo) -> str | None:
-        protocol = info.data.get("protocol", "eager")
-        allowed = CONSUMER_STRATEGIES if protocol == "consumer" else CLASSIC_STRATEGIES
-        if strategy is not None and strategy not in allowed:
-            raise ValueError(
-                f"strategy {strategy} does not go with protocol {protocol} "
-                f"(one of {', '.join(allowed)})"
-            )
-        return strategy
+        return None if strategy is None else fitting(strategy, info.data.get("protocol", "eager"))
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,6 +51,26 @@ def test_errors_name_the_line() -> None:
         parse_scenario(
             "name: x\nstrategy: uniform\ntopics: {t: 1}\nmembers: [{topics: [t]}]\n", "s.yaml"
         )
+    # a name no protocol knows was said not to go with the protocol; now the nearest names
+    with pytest.raises(ScenarioError, match=r"s.yaml:2: .*unknown strategy 'stiky' .*sticky\?"):
+        parse_scenario(
+            "name: x\nstrategy: stiky\ntopics: {t: 1}\nmembers: [{topics: [t]}]\n", "s.yaml"
+        )
+
+
+def test_simulate_names_an_unknown_strategy_as_unknown(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb")]
+    command += ["simulate", "--generate", "steady-churn", "--strategy"]
+    done = subprocess.run([*command, "stiky"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "kstore: error: --strategy: unknown strategy 'stiky' (known: range, roundrobin, "
+        "sticky, cooperative-sticky); did you mean sticky?\n"
+    )
+    done = subprocess.run([*command, "uniform"], capture_output=True, text=True)
+    assert done.returncode == 2 and "strategy uniform does not go with protocol eager" in (
+        done.stderr
+    )
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
