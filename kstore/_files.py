@@ -6,6 +6,8 @@ where it stops being text; an output that cannot be written is named with the re
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -44,8 +46,17 @@ def read_text(file: str | Path, what: str = "") -> str:
 
 
 def write_text(file: Path, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``file``; a folder missing, no permission, a full disk: one line."""
+    """Write ``text`` to ``file`` whole or not at all: into a file beside it, then renamed
+    over it, so a full disk or a Ctrl-C leaves any earlier ``file`` as it was (it had
+    been cut short). A folder missing, no permission, a full disk: one line."""
+    part = file.with_name(f".{file.name}.{os.getpid()}.part")
     try:
-        file.write_text(text, encoding="utf-8")
+        try:
+            part.write_text(text, encoding="utf-8")
+            os.replace(part, file)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                part.unlink(missing_ok=True)
+            raise
     except OSError as exc:
         raise UsageError(f"{option} {file}: cannot write: {exc.strerror}") from None

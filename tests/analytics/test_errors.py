@@ -92,3 +92,19 @@ def test_unwritable_output(path: Path, tmp_path: Path) -> None:
     folder = tmp_path / "a-folder"
     folder.mkdir()
     one_line_error(kstore(path, "report", "--group", "g", "--out", str(folder)), "cannot write")
+    # A full disk (here a file-size limit) cut the earlier report short; now it stays.
+    page = tmp_path / "report.html"
+    assert kstore(path, "report", "--group", "g", "--out", str(page)).returncode == 0
+    before = page.read_bytes()
+    full = (
+        "import resource, runpy, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.RLIM_INFINITY))\n"
+        "sys.argv = ['kstore', *sys.argv[1:]]\n"
+        "runpy.run_module('kstore.cli', run_name='__main__')\n"
+    )
+    command = [sys.executable, "-c", full, "--store", str(path), "report", "--group", "g"]
+    out = subprocess.run([*command, "--out", str(page)], capture_output=True, check=False)
+    one_line_error(out, str(page), "cannot write: File too large")
+    assert page.read_bytes() == before and len(before) > 100_000
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
