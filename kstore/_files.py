@@ -46,9 +46,13 @@ def read_text(file: str | Path, what: str = "") -> str:
 
 
 def write_text(file: Path, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``file`` whole or not at all: into a file beside it, then renamed
-    over it, so a full disk or a Ctrl-C leaves any earlier ``file`` as it was (it had
-    been cut short). A folder missing, no permission, a full disk: one line."""
+    """Write ``text`` to ``file`` (``-``: standard output) whole or not at all: into a file
+    beside it, then renamed over it, so a full disk or a Ctrl-C leaves any earlier
+    ``file`` as it was (it had been cut short). A folder missing, no permission, a full
+    disk: one line."""
+    if str(file) == "-":
+        sys.stdout.write(text)
+        return
     part = file.with_name(f".{file.name}.{os.getpid()}.part")
     try:
         try:

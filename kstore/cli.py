@@ -423,7 +423,12 @@ def advise_cmd(
 
 @app.command("report")
 def report_cmd(
-    out: Annotated[Path, typer.Option("--out", help="The HTML file to write (--fleet: a folder).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="The HTML file to write, - for standard output (--fleet: a folder)."
+        ),
+    ],
     group: Annotated[str | None, typer.Option("--group", help="The group.")] = None,
     timelines: Annotated[
         str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")

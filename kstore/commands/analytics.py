@@ -259,6 +259,8 @@ def report(
     if fleet or group is None:
         if cluster is not None or timelines is not None:
             raise UsageError("--fleet: every group of the store; no --cluster or --timelines")
+        if str(out) == "-":
+            raise UsageError("--out -: --fleet writes a folder of pages; give a folder")
         with counting(f"report {out}", "groups") as progress:
             groups = write_fleet(store, out, progress=progress)
         print(f"wrote {out / 'index.html'} ranking {groups} groups, and their reports beside it")
@@ -266,7 +268,12 @@ def report(
     cluster, names = _timelines(store, group, cluster, timelines)
     with counting(f"report {cluster}/{group}", "parts") as progress:
         plots = write_report(store, group, names, cluster, out, progress=progress)
-    print(f"wrote {out} ({plots} plots, timelines {', '.join(names)})")
+    where = "the report to standard output" if str(out) == "-" else out
+    # the page itself may be what standard output carries
+    print(
+        f"wrote {where} ({plots} plots, timelines {', '.join(names)})",
+        file=sys.stderr if str(out) == "-" else sys.stdout,
+    )
 
 
 def print_advice(

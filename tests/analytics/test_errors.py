@@ -92,6 +92,28 @@ def test_unwritable_output(path: Path, tmp_path: Path) -> None:
     folder = tmp_path / "a-folder"
     folder.mkdir()
     one_line_error(kstore(path, "report", "--group", "g", "--out", str(folder)), "cannot write")
+    # --out - is standard output, as input - is standard input (it wrote a file named -)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kstore.cli",
+            "--store",
+            str(path),
+            "report",
+            "--group",
+            "g",
+            "--out",
+            "-",
+        ],
+        capture_output=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0 and out.stdout.startswith(b"<!DOCTYPE html>"), out.stderr
+    assert out.stdout.rstrip().endswith(b"</html>") and not (tmp_path / "-").exists()
+    assert out.stderr.decode().startswith("wrote the report to standard output (")
+    one_line_error(kstore(path, "report", "--fleet", "--out", "-"), "give a folder")
     # A full disk (here a file-size limit) cut the earlier report short; now it stays.
     page = tmp_path / "report.html"
     assert kstore(path, "report", "--group", "g", "--out", str(page)).returncode == 0
