@@ -158,14 +158,23 @@ def print_state(
 ) -> None:
     """``json`` is the fold's whole state; the other formats one row per member."""
     from kstore.analytics.scope import resolve
-    from kstore.commands._output import check_format, print_rows
+    from kstore.commands._output import check_format, plain, print_rows
 
     check_format(output)
     store = Store(path)
     stream = resolve(store, cluster=cluster, group=group, timeline=timeline).stream()
-    state = store.state(
-        stream, at_version=at_version, at_generation=at_generation, at=_time("--at", at)
-    )
+    when = _time("--at", at)
+    # The store's answer past either end is the stream's first or last state; asked on
+    # the command line, such a point is a mistake to name, not an answer to give.
+    if at_version is not None:
+        last = store.version(stream)
+        if not 0 <= at_version <= last:
+            raise UsageError(f"--at-version {at_version}: {stream} has versions 0 to {last}")
+    if when is not None:
+        first = next(s.first_at for s in store.streams() if s.stream == stream)
+        if when < first:
+            raise UsageError(f"--at {at}: before the first event of {stream} ({plain(first)})")
+    state = store.state(stream, at_version=at_version, at_generation=at_generation, at=when)
     if output == "json":
         print(json.dumps(state.to_dict(), ensure_ascii=False))
         return

@@ -1106,7 +1106,7 @@ class Store:
                     [*params, at_generation],
                 )[0][0]
                 if found is None:
-                    raise KstoreError(
+                    raise UsageError(
                         f"stream {stream} has no AssignmentCompleted of generation {at_generation}"
                     )
                 target = found

@@ -199,7 +199,7 @@ class MemoryStore:
                 and s.event.data.generation == at_generation
             ]
             if not found:
-                raise KstoreError(
+                raise UsageError(
                     f"stream {stream} has no AssignmentCompleted of generation {at_generation}"
                 )
             target = found[-1]

@@ -244,7 +244,7 @@ class EventStoreContract(unittest.TestCase):
         self.assertEqual(self.store.state(G, at_generation=2), fold(events[:7]))
         self.assertEqual(self.store.state(G, at=T0 + timedelta(seconds=4.5)), fold(events[:5]))
         self.assertEqual(self.store.state(G, at=T0 - timedelta(seconds=1)), GroupState())
-        with self.assertRaises(KstoreError):
+        with self.assertRaises(UsageError):  # bad input: exit 2
             self.store.state(G, at_generation=9)
         with self.assertRaises(KstoreError):
             self.store.state(H)
