@@ -43,6 +43,14 @@ def _time(option: str, text: str | None) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
+def _range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """``--since`` and ``--until`` as times, the first not after the second."""
+    start, end = _time("--since", since), _time("--until", until)
+    if start is not None and end is not None and start > end:
+        raise UsageError(f"--since {since} is after --until {until}: no time is in between")
+    return start, end
+
+
 def init_store(path: Path) -> None:
     before, after = Store(path).init()
     if before is None:
@@ -114,14 +122,11 @@ def print_events(
     from kstore.commands._output import check_format, print_rows
 
     check_format(output)
+    start, end = _range(since, until)
     store = Store(path)
     scope = resolve(store, cluster=cluster, group=group, timeline=timeline)
     found = store.events(
-        cluster=scope.cluster,
-        group=group,
-        timeline=timeline,
-        since=_time("--since", since),
-        until=_time("--until", until),
+        cluster=scope.cluster, group=group, timeline=timeline, since=start, until=end
     )
     if output == "jsonl":
         for stored in found:

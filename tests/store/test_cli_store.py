@@ -70,6 +70,12 @@ def test_store_commands(
     assert [json.loads(line)["event_id"] for line in out.splitlines()] == ["e2"]
     code, out, err = run(capsys, monkeypatch, "events", "--group", "other")
     assert (code, out) == (2, "") and "no group 'other'" in err
+    code, out, err = run(
+        capsys, monkeypatch, "events", "--since", "2026-11-22", "--until", "2026-11-21"
+    )  # printed nothing, exit 0
+    assert (code, out) == (2, "") and err == (
+        "kstore: error: --since 2026-11-22 is after --until 2026-11-21: no time is in between\n"
+    )
 
     code, out, _ = run(
         capsys, monkeypatch, "state", "--group", "orders-consumers", "--cluster", "prod-eu"
