@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kstore._errors import UsageError
 
-__all__ = ["read_text", "write_text"]
+__all__ = ["named", "read_text", "write_text"]
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -32,12 +32,17 @@ def _decode(data: bytes, name: str) -> str:
     return text
 
 
+def named(file: str | Path) -> str:
+    """``file`` as a message names it: ``-`` is standard input."""
+    return "standard input" if str(file) == "-" else str(file)
+
+
 def read_text(file: str | Path, what: str = "") -> str:
     """The text of ``file`` (``-``: standard input), which must be UTF-8 without NUL bytes."""
     name = f"{what} {file}".strip() if what else str(file)
     if str(file) == "-":
         buffer = getattr(sys.stdin, "buffer", None)
-        return sys.stdin.read() if buffer is None else _decode(buffer.read(), "standard input")
+        return sys.stdin.read() if buffer is None else _decode(buffer.read(), named(file))
     try:
         data = Path(file).read_bytes()
     except OSError as exc:

@@ -375,14 +375,13 @@ def _reasons(
     shapes = Counter(
         (r["timeline"], reason_kind(r["reason"]), reason_shape(r["reason"], members)) for r in rows
     )
+    kinds = Counter[tuple[str, str]]()
+    for (timeline, kind, _), n in shapes.items():
+        kinds[timeline, kind] += n
     figure = go.Figure()
     for timeline in timelines:
-        kinds = Counter[str]()
-        for (shown, kind, _), n in shapes.items():
-            if shown == timeline:
-                kinds[kind] += n
         figure.add_trace(
-            go.Bar(x=REASON_KINDS, y=[kinds.get(k, 0) for k in REASON_KINDS], name=timeline)
+            go.Bar(x=REASON_KINDS, y=[kinds[timeline, k] for k in REASON_KINDS], name=timeline)
         )
     figure.update_layout(title="Rebalance reasons by kind", barmode="group", height=380)
     top = Result(

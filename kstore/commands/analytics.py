@@ -256,10 +256,11 @@ def report(
     from kstore.analytics.pages import write_fleet, write_report
 
     store = Store(path)
+    to_stdout = str(out) == "-"
     if fleet or group is None:
         if cluster is not None or timelines is not None:
             raise UsageError("--fleet: every group of the store; no --cluster or --timelines")
-        if str(out) == "-":
+        if to_stdout:
             raise UsageError("--out -: --fleet writes a folder of pages; give a folder")
         with counting(f"report {out}", "groups") as progress:
             groups = write_fleet(store, out, progress=progress)
@@ -268,11 +269,11 @@ def report(
     cluster, names = _timelines(store, group, cluster, timelines)
     with counting(f"report {cluster}/{group}", "parts") as progress:
         plots = write_report(store, group, names, cluster, out, progress=progress)
-    where = "the report to standard output" if str(out) == "-" else out
+    where = "the report to standard output" if to_stdout else out
     # the page itself may be what standard output carries
     print(
         f"wrote {where} ({plots} plots, timelines {', '.join(names)})",
-        file=sys.stderr if str(out) == "-" else sys.stdout,
+        file=sys.stderr if to_stdout else sys.stdout,
     )
 
 

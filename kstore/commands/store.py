@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kstore._errors import UsageError
-from kstore._files import read_text
+from kstore._files import named, read_text
 from kstore.model.events import EventError, parse_event_lines
 from kstore.store.log import Store
 from kstore.store.writer import Writer
@@ -68,7 +68,7 @@ def append_events(path: Path, file: str) -> None:
     store = Store(path)
     store.check()
     lines = read_text(file).splitlines()
-    name = "standard input" if file == "-" else file
+    name = named(file)
     bar = _append_bar() if sys.stderr.isatty() else None  # rich: a terminal's start-up only
     with bar if bar is not None else contextlib.nullcontext():
         read: Iterable[str] = lines
@@ -171,13 +171,12 @@ def print_state(
     when = _time("--at", at)
     # The store's answer past either end is the stream's first or last state; asked on
     # the command line, such a point is a mistake to name, not an answer to give.
-    if at_version is not None:
-        last = store.version(stream)
-        if not 0 <= at_version <= last:
+    if at_version is not None or when is not None:
+        info = next(s for s in store.streams() if s.stream == stream)
+        last, first = info.events, info.first_at  # ``events``: the stream's version
+        if at_version is not None and not 0 <= at_version <= last:
             raise UsageError(f"--at-version {at_version}: {stream} has versions 0 to {last}")
-    if when is not None:
-        first = next(s.first_at for s in store.streams() if s.stream == stream)
-        if when < first:
+        if when is not None and when < first:
             raise UsageError(f"--at {at}: before the first event of {stream} ({plain(first)})")
     state = store.state(stream, at_version=at_version, at_generation=at_generation, at=when)
     if output == "json":
