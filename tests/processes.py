@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 __all__ = ["alive", "children", "on_a_terminal", "plain"]
 
@@ -36,8 +37,11 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
-def on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
-    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide.
+def on_a_terminal(
+    command: list[str], columns: int, stdout: Any = subprocess.DEVNULL
+) -> tuple[int, str]:
+    """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide
+    (its standard output to ``stdout``).
 
     The terminal is read while the command runs: a slow run (a loaded machine) redraws
     its bar more often than the terminal's buffer holds, and would block on it."""
@@ -45,7 +49,7 @@ def on_a_terminal(command: list[str], columns: int) -> tuple[int, str]:
     try:
         tty = subprocess.Popen(
             command,
-            stdout=subprocess.DEVNULL,
+            stdout=stdout,
             stderr=follower,
             env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
         )

@@ -204,6 +204,9 @@ def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
         disable=not show,
         transient=True,
         expand=True,
+        # Standard output is data (a report's page with --out -, rows): rich would route
+        # what is written there meanwhile to the bar's terminal, not to the pipe.
+        redirect_stdout=False,
     )
 
 

@@ -314,6 +314,13 @@ def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
     # the queries, rates and reasons, three timelines' ownership, the page
     assert code == 0 and "report default/medium" in plain(shown)
     assert "6/6 parts" in plain(shown), plain(shown)
+    # with the bar on the terminal, --out - still writes the page to standard output
+    # (rich routed it to the terminal: a pipe got nothing)
+    piped = tmp_path / "piped.html"
+    with piped.open("wb") as out:
+        code, shown = on_a_terminal([*command, "--group", "medium", "--out", "-"], 120, stdout=out)
+    assert code == 0 and piped.read_bytes().startswith(b"<!DOCTYPE html>")
+    assert "<!DOCTYPE" not in shown
     text = page.read_text()
     (line,) = re.findall(r"<p class='partial'>(.*?)</p>", text)
     assert line.startswith("replay/sticky is partial: it has decided up to version ")
