@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kstore._errors import UsageError
@@ -155,11 +155,14 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
             ok = False
         if not ok:
             raise UsageError(f"--param storm_seconds: not a positive number: {seconds!r}")
+    when = None
     if (at := params.get("at")) is not None:
         try:
-            datetime.fromisoformat(str(at))
+            when = datetime.fromisoformat(str(at))
         except ValueError:
             raise UsageError(f"--param at: not an ISO-8601 time: {at!r}") from None
+        if when.tzinfo is not None:  # the store's times are UTC without a zone
+            when = when.astimezone(UTC).replace(tzinfo=None)
     if (member := params.get("member")) is not None:
         members = run_sql(
             store,
@@ -173,12 +176,20 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
     if (topic := params.get("topic")) is not None:
         sizes = run_sql(
             store,
-            f"SELECT topic, max(partitions) FROM kstore_topic_events WHERE {where} GROUP BY topic",
+            f'SELECT topic, max(partitions), min("at") FROM kstore_topic_events WHERE {where} '
+            "GROUP BY topic",
             args,
         )
-        known_topics = {str(t): int(n or 0) for t, n in sizes.rows}
+        known_topics = {str(t): int(n or 0) for t, n, _ in sizes.rows}
         if topic not in known_topics:
             raise unknown("topic", str(topic), known_topics)
+        first = next(f for t, _, f in sizes.rows if t == topic)
+        # An answer from before the topic existed is empty; asked for, it is a mistake.
+        if when is not None and when < first:
+            raise UsageError(
+                f"--param at {at}: before topic {topic!r} first appears here "
+                f"({first.isoformat()}Z): nothing owned it yet"
+            )
         if (partition := params.get("partition")) is not None:
             number = _integer("partition", partition, 0)
             if number >= known_topics[topic]:

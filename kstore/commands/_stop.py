@@ -13,7 +13,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["stop_requested"]
+from kstore._errors import Interrupted
+
+__all__ = ["interrupted_says", "stop_requested"]
 
 
 @contextmanager
@@ -41,3 +43,29 @@ def stop_requested(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def interrupted_says(message: str) -> Iterator[None]:
+    """Ctrl-C in the block ends the command as ``Interrupted(message)`` (exit 130): what an
+    interruption there leaves, where a bare "interrupted" would leave the user guessing.
+    Also when a library turned the ``KeyboardInterrupt`` into an error of its own (DuckDB
+    ends its query with ``RuntimeError: Query interrupted``). A SIGINT ignored when the
+    block starts stays ignored, as in ``stop_requested``."""
+    heard: list[bool] = []
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        heard.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    except BaseException as exc:
+        if heard or isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(message) from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)

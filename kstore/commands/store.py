@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kstore._errors import UsageError
 from kstore._files import named, read_text
+from kstore.commands._stop import interrupted_says
 from kstore.model.events import EventError, parse_event_lines
 from kstore.store.log import Store
 from kstore.store.writer import Writer
@@ -80,13 +81,19 @@ def append_events(path: Path, file: str) -> None:
 
             read = _counted(lines, told)
         try:
-            events = parse_event_lines(read)
+            with interrupted_says(f"interrupted while reading {name}: nothing stored"):
+                events = parse_event_lines(read)
         except EventError as exc:
             raise EventError(f"{name}: {exc}") from None
         if bar is not None:
             bar.remove_task(task)
             bar.add_task(f"storing {len(events):,} events", total=None, count="one transaction")
-        result = Writer(store).write(events)
+        with interrupted_says(
+            "interrupted while storing (one transaction: nothing of it is stored unless it "
+            "had just committed); run the same command again: stored events are skipped, "
+            "never stored twice"
+        ):
+            result = Writer(store).write(events)
     print(f"stored {result.stored}, already there {result.already}")
 
 
@@ -223,6 +230,12 @@ def rebuild_store(path: Path) -> None:
     from kstore.commands._output import counting
 
     store = Store(path)
-    with counting(f"rebuilding {path}", "events") as progress:
+    with (
+        counting(f"rebuilding {path}", "events") as progress,
+        interrupted_says(
+            "interrupted: the projections are as they were (the rebuild is one transaction, "
+            "undone unless it had just committed); run kstore rebuild again"
+        ),
+    ):
         store.rebuild(progress)
     print(f"rebuilt the projections and snapshots of {len(store.streams())} streams")

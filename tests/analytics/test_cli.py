@@ -100,6 +100,16 @@ def test_params_list_and_errors(filled: Path) -> None:
 
     assert row["partition"] == partition_for_key("k", 6)
     assert row["owner"] == ("a" if row["partition"] < 3 else "b")
+    # Before the topic existed the answer was "no rows", as if nobody had owned the key.
+    ask = ["query", "key_owner", "--group", "g", "--param", "topic=t", "--param", "key=k"]
+    bad = _kstore(filled, *ask, "--param", "at=2026-11-21T09:59:59Z")
+    assert (bad.returncode, bad.stderr) == (
+        2,
+        "kstore: error: --param at 2026-11-21T09:59:59Z: before topic 't' first appears "
+        "here (2026-11-21T10:00:00Z): nothing owned it yet\n",
+    )
+    first = _kstore(filled, *ask, "--param", "at=2026-11-21T11:00:00+01:00", "--format", "csv")
+    assert first.returncode == 0 and len(first.stdout.splitlines()) == 2, first.stderr
     bad = _kstore(filled, "query", "metrics", "--param", "nope=1")
     assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr
     bad = _kstore(filled, "query", "member_history")

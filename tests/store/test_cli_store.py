@@ -497,3 +497,54 @@ def test_state_outside_the_stream_is_an_error_not_its_first_or_last_state(
         assert (code, out, err) == (2, "", f"kstore: error: {message}\n")
     for option, value in (("--at-version", "0"), ("--at-version", "2"), ("--at", "2030-01-01")):
         assert run(capsys, monkeypatch, *state, option, value)[0] == 0
+
+
+def _interrupted_inside(store: Path, method: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kstore ARGS`` with a Ctrl-C arriving once ``Store.METHOD`` has done its work inside
+    the command's transaction (rows written, nothing committed)."""
+    code = (
+        "import os, signal, sys\n"
+        "from kstore.cli import main\n"
+        "from kstore.store.log import Store\n"
+        f"original = Store.{method}\n"
+        "def then_ctrl_c(*args, **kwargs):\n"
+        "    done = original(*args, **kwargs)\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    signal.pause()\n"
+        "    return done\n"
+        f"Store.{method} = then_ctrl_c\n"
+        f"sys.argv = ['kstore', '--store', {str(store)!r}, *{list(args)!r}]\n"
+        "main()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def test_ctrl_c_of_append_and_rebuild_says_what_is_stored(tmp_path: Path) -> None:
+    # Both said only "kstore: error: interrupted": whether half an input was stored, or
+    # the projections left half rebuilt, the user had to find out.
+    store, first, second = tmp_path / "s.duckdb", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path, seed in ((first, 1), (second, 2)):
+        path.write_text("".join(e.to_json() + "\n" for e in group_events("g", 5, seed=seed)))
+    assert run_process(store, "init").returncode == 0
+    assert run_process(store, "append", str(first)).returncode == 0
+    before = run_process(store, "events", "--format", "jsonl").stdout
+    done = _interrupted_inside(store, "_write_batch", "append", str(second))
+    assert done.returncode == 130
+    assert done.stderr.startswith("kstore: error: interrupted while storing (one transaction")
+    assert done.stderr.count("\n") == 1 and "run the same command again" in done.stderr
+    assert run_process(store, "events", "--format", "jsonl").stdout == before
+
+    rows = "SELECT count(*) FROM kstore_assignments"
+    counted = run_process(store, "sql", rows, "--format", "csv").stdout
+    done = _interrupted_inside(store, "_store_rows", "rebuild")
+    assert (done.returncode, done.stderr) == (
+        130,
+        "kstore: error: interrupted: the projections are as they were (the rebuild is one "
+        "transaction, undone unless it had just committed); run kstore rebuild again\n",
+    )
+    assert run_process(store, "sql", rows, "--format", "csv").stdout == counted
