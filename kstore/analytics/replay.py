@@ -9,7 +9,8 @@ itself. Under a cooperative strategy, a round that takes partitions from a membe
 followed by a second round (``RebalanceStarted`` with reason ``cooperative follow-up``
 and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do; the
 source's next rebalance, if nothing changing membership, subscriptions or topics comes
-before it, is that follow-up and is not replayed as another.
+before it, is that follow-up and is not replayed as another; what happens while that
+round runs (a member leaving) is part of it, and the follow-up is decided at its end.
 
 The source's ``AssignmentNotTakenUp`` facts are read as well: a member that did not take
 up a source decision does not take up the replay's decision of that rebalance either.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, get_args
 
 from kstore._errors import UsageError
@@ -134,11 +136,13 @@ class _Replayer:
         # it come after it, and the replay's decision gives those members what they held.
         self._pending: _Pending | None = None
 
-    def _event(self, source: Event, data: EventData, suffix: str = "") -> Event:
+    def _event(
+        self, source: Event, data: EventData, suffix: str = "", at: datetime | None = None
+    ) -> Event:
         # Made of the source's validated values and the replay's own: not validated again.
         event = stamp(
             self.target,
-            source.at,
+            source.at if at is None else at,
             data,
             "replay",
             self.target,
@@ -191,10 +195,15 @@ class _Replayer:
             )
 
     def _decide(
-        self, source: Event, version: int, suffix: str = "", kept: Iterable[str] = ()
+        self,
+        source: Event,
+        version: int,
+        suffix: str = "",
+        kept: Iterable[str] = (),
+        at: datetime | None = None,
     ) -> Event:
-        """The strategy's decision on the state now; each member of ``kept`` (that did not
-        take it up) is given what it holds instead."""
+        """The strategy's decision on the state now (at ``source``'s time, or ``at``); each
+        member of ``kept`` (that did not take it up) is given what it holds instead."""
         if self._next is not None:
             # Resuming: the stored decision is checked (all but its assignment) and folded.
             checked = construct(
@@ -206,7 +215,7 @@ class _Replayer:
                 source=source.timeline,
                 source_version=version,
             )
-            return self._event(source, checked, suffix)
+            return self._event(source, checked, suffix, at)
         request = self.state.to_request(self.strategy)
         started = time.perf_counter()
         result = assign(request)
@@ -230,7 +239,7 @@ class _Replayer:
             source=source.timeline,
             source_version=version,
         )
-        return self._event(source, data, suffix)
+        return self._event(source, data, suffix, at)
 
     def _took(self, before: dict[str, tuple[TopicPartition, ...]]) -> bool:
         """Whether the latest decision took a partition from a member that stays."""
@@ -265,7 +274,7 @@ class _Replayer:
             return
         before = self.state.assignment
         kept = [data.member_id for _, data in pending.not_taken_up]
-        yield self._decide(pending.source, pending.version, pending.suffix, kept)
+        yield self._decide(pending.source, pending.version, pending.suffix, kept, pending.at)
         for fact, data in pending.not_taken_up:
             yield self._event(fact, data.model_copy(update={"generation": self.generation}))
         if not pending.suffix and self.protocol == "cooperative" and self._took(before):
@@ -298,6 +307,16 @@ class _Replayer:
             assert self._pending is not None
             self._absorbing = False
             self._pending.generation = data.generation
+            if self._pending.during:  # decided at the round's end, after those events
+                self._pending.at = source.at
+            return
+        if self._absorbing and not isinstance(data, RebalanceStarted):
+            # An event of the source's follow-up round, before its end (a member leaving
+            # while it runs), is part of that round, as in any round: copied, and the
+            # round decided at its end on the state it leaves.
+            assert self._pending is not None
+            self._pending.during = True
+            yield self._event(source, data)
             return
         yield from self._settle()
         if isinstance(data, RebalanceStarted):
@@ -331,6 +350,10 @@ class _Pending:
     absorbs, None before that comes)."""
     suffix: str = ""
     """``/follow-up`` for a follow-up round."""
+    during: bool = False
+    """A follow-up round: the source's round it absorbs had events before its end."""
+    at: datetime | None = None
+    """When it is decided, if not at ``source``'s time: such a round's end."""
     not_taken_up: list[tuple[Event, AssignmentNotTakenUp]] = field(default_factory=list)
 
 

@@ -7,9 +7,10 @@
 -- * answered: the greatest source version its decisions answer. Where its last decision
 --   is a follow-up round (two decisions answer that version) and the source's next event
 --   is a RebalanceStarted, that rebalance is the same follow-up (kstore replay does not
---   replay it again, docs/analytics.md): it, and the AssignmentCompleted right after it,
---   are answered too. (AssignmentNotTakenUp facts, which follow a decision, are passed
---   over in seeking the next events.)
+--   replay it again, docs/analytics.md): it, and the round's AssignmentCompleted (the
+--   first after it, if no RebalanceStarted comes first; events in between happened
+--   during the round), are answered too. (AssignmentNotTakenUp facts, which follow a
+--   decision, are passed over in seeking the next events.)
 -- * decided_to: the version before the source's first AssignmentCompleted after
 --   `answered` (nothing before it is left to decide), or the source's last version.
 -- * source_last: the source's last version now; complete: decided_to = source_last (a
@@ -61,8 +62,14 @@ reach AS (
     SELECT r.cluster, r.group_id, r.timeline, r.source,
            CASE WHEN f.timeline IS NULL OR n1.type IS DISTINCT FROM 'RebalanceStarted'
                 THEN r.answered
-                WHEN n2.type = 'AssignmentCompleted' THEN n2.version
-                ELSE n1.version END AS answered
+                ELSE coalesce(
+                    (SELECT arg_min_null(CASE WHEN e.type = 'AssignmentCompleted'
+                                              THEN e.version END, e.seq)
+                     FROM source_events e
+                     WHERE e.cluster = r.cluster AND e.group_id = r.group_id
+                       AND e.timeline = r.source AND e.seq > n1.seq
+                       AND e.type IN ('RebalanceStarted', 'AssignmentCompleted')),
+                    n1.version) END AS answered
     FROM replays r
     LEFT JOIN follow_ups f USING (cluster, group_id, timeline)
     LEFT JOIN source_events a
@@ -71,9 +78,6 @@ reach AS (
     LEFT JOIN source_events n1
       ON n1.cluster = r.cluster AND n1.group_id = r.group_id AND n1.timeline = r.source
      AND n1.seq = a.seq + 1
-    LEFT JOIN source_events n2
-      ON n2.cluster = r.cluster AND n2.group_id = r.group_id AND n2.timeline = r.source
-     AND n2.seq = a.seq + 2
 ),
 timelines AS (
     SELECT s.cluster, s.group_id, s.timeline,

@@ -27,6 +27,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.simulate import load_scenario, run_scenario
+from kstore.simulate.generate import generate
 from kstore.store.log import Store
 
 EXAMPLES = sorted(Path(__file__).parents[2].joinpath("examples").glob("*.yaml"))
@@ -123,15 +124,24 @@ def test_a_source_that_grows_by_a_rebalance_makes_its_replay_partial_again(
     assert _coverage(store, "g")["replay/sticky"] == ("recorded", last + 3, last + 3, True)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "example",
+    [*EXAMPLES, "steady-churn"],
+    ids=lambda p: f"generated-{p}" if isinstance(p, str) else p.stem,
+)
 def test_a_cooperative_replay_stopped_anywhere_knows_how_far_it_decided(
-    store: Store, example: Path
+    store: Store, example: Path | str
 ) -> None:
     """Stopped after each source event in turn, a cooperative replay has decided up to
     the version before the source rebalance of its first decision still to come (its own
-    follow-up round answers the source's, which is not replayed again), and to the
-    source's last version when none is."""
-    scenario = _override(load_scenario(example), "cooperative-sticky", "cooperative")
+    follow-up round answers the source's, which is not replayed again, also when events
+    came during that round: a generated scenario's), and to the source's last version
+    when none is."""
+    if isinstance(example, str):
+        made = generate(example, members=4, steps=10, seed=0, protocol="cooperative")
+    else:
+        made = load_scenario(example)
+    scenario = _override(made, "cooperative-sticky", "cooperative")
     result = run_scenario(scenario, store=None, timeline="recorded", seed=1)
     source = result.sim.emitted
     store.append(source)
