@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from kstore._errors import UsageError
-from kstore.spark._session import build_session, fit_jvm, parse_conf, progress_line
+from kstore.spark._session import (
+    JvmFit,
+    build_session,
+    finish_archive,
+    fit_jvm,
+    parse_conf,
+    progress_line,
+)
 
 __all__ = ["export_parquet", "spark_ingest", "spark_metrics", "spark_replay"]
 
@@ -33,17 +40,21 @@ def export_parquet(store: Path, out: Path) -> None:
 def _session(master: str | None, conf: Sequence[str], inputs: Sequence[str]) -> Iterator[Any]:
     """A session for one command reading ``inputs``; one that was running already (a
     notebook's, a test's) is used and left running."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    settings = fit_jvm(master, parse_conf(conf), inputs)
+    fit = fit_jvm(master, parse_conf(conf), inputs)
+    if SparkContext._gateway is not None:  # a JVM runs already: its options stand
+        fit = JvmFit(fit.conf)
     running = SparkSession.getActiveSession()
-    spark = build_session(master, settings)
+    spark = build_session(master, fit.conf)
     try:
         with progress_line(spark):
             yield spark
     finally:
         if running is None:
             spark.stop()
+            finish_archive(fit)
 
 
 def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequence[str]) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
+import shutil
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -14,8 +18,11 @@ from kstore._errors import UsageError
 
 __all__ = [
     "DEFAULTS",
+    "JvmFit",
     "build_session",
+    "class_archive",
     "conf_set",
+    "finish_archive",
     "fit_jvm",
     "fit_partitions",
     "parse_conf",
@@ -109,22 +116,118 @@ def _input_bytes(paths: Sequence[Path | str]) -> int | None:
     return total
 
 
-def fit_jvm(
-    master: str | None, conf: Mapping[str, str], inputs: Sequence[Path | str]
-) -> dict[str, str]:
-    """``conf`` with the JIT compiler's first tier only for a local run on a small input.
+def _java() -> Path | None:
+    """The ``java`` that Spark's launcher runs (``JAVA_HOME``'s, else the one on PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).is_file() else None
 
-    A short run's JVM spends most of its CPU compiling its own hot code with C2, work that
-    a few seconds of tasks never pay back: ``kstore spark metrics`` on 3,000 events took
-    33 CPU seconds of the JVM with it, 20 with C1 alone. Past ``_SMALL_INPUT`` bytes the
-    tasks run long enough for C2's faster code to win. A given
-    ``spark.driver.extraJavaOptions`` is kept as it is."""
+
+def class_archive(conf: Mapping[str, str]) -> Path | None:
+    """Where the driver JVM's class-data-sharing archive is kept (``None``: nowhere).
+
+    A dynamic archive holds the classes a JVM loaded, parsed and verified, for the next
+    JVM to map instead of loading them again from Spark's jars. It is valid for one
+    JVM build and one class path only, so its name carries both (the ``java`` file and
+    its time, pyspark's version and its jars, the driver's extra class path) and the heap
+    size (above 32 GB the JVM's object layout changes). It lives in the user's cache
+    folder (``$XDG_CACHE_HOME/kstore``, else ``~/.cache/kstore``)."""
+    java = _java()
+    if java is None:
+        return None
+    import pyspark
+
+    spark_home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    jars = spark_home / "jars"
+    listing = sorted(os.listdir(jars)) if jars.is_dir() else []
+    stat = java.stat()
+    key = [str(java), str(stat.st_mtime_ns), str(stat.st_size), pyspark.__version__]
+    key += [str(spark_home), *listing, os.environ.get("SPARK_CLASSPATH", "")]
+    key += [conf.get(name, "") for name in ("spark.driver.extraClassPath", "spark.driver.memory")]
+    digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kstore"
+    return cache / f"spark-{pyspark.__version__}-classes-{digest}.jsa"
+
+
+_QUIET_CDS = "-Xlog:cds*=off"
+"""An archive the JVM cannot use (another class path, a JVM it does not know) is skipped
+with a warning on standard output, the command's own: not printed."""
+
+
+@dataclass(frozen=True)
+class JvmFit:
+    """The settings for the session, and the class archive its JVM writes at its exit
+    (``making``: a name of its own, renamed to ``archive`` once the JVM has exited)."""
+
+    conf: dict[str, str]
+    archive: Path | None = None
+    making: Path | None = None
+
+
+def fit_jvm(master: str | None, conf: Mapping[str, str], inputs: Sequence[Path | str]) -> JvmFit:
+    """The driver JVM's options for a local run, unless ``spark.driver.extraJavaOptions``
+    is given (then ``conf`` is kept as it is):
+
+    - the JIT compiler's first tier only for a small input. A short run's JVM spends
+      most of its CPU compiling its own hot code with C2, work that a few seconds of
+      tasks never pay back: ``kstore spark metrics`` on 3,000 events took 33 CPU seconds
+      of the JVM with it, 20 with C1 alone. Past ``_SMALL_INPUT`` bytes the tasks run
+      long enough for C2's faster code to win.
+    - the classes of Spark shared from an archive (``class_archive``), which a JVM
+      writes at its exit when there is none yet: a session and its first job took 8-12
+      CPU s with it against 18-20 without. The JVM maps a truncated archive and crashes
+      on it, so one is written under a name of its own and renamed into place only
+      once its JVM has exited well (``finish_archive``); commands running at once each
+      write their own, and the last rename wins."""
     if master is None or not master.startswith("local") or _DRIVER_JAVA in conf:
-        return dict(conf)
+        return JvmFit(dict(conf))
+    options = []
     size = _input_bytes(inputs)
-    if size is None or size > _SMALL_INPUT:
-        return dict(conf)
-    return {**conf, _DRIVER_JAVA: "-XX:TieredStopAtLevel=1"}
+    if size is not None and size <= _SMALL_INPUT:
+        options.append("-XX:TieredStopAtLevel=1")
+    archive = class_archive(conf)
+    making = None
+    if archive is not None and archive.is_file():
+        options += [f"-XX:SharedArchiveFile={archive}", _QUIET_CDS]
+    elif archive is not None and _writable(archive.parent):
+        making = archive.with_name(f"{archive.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        options += [f"-XX:ArchiveClassesAtExit={making}", _QUIET_CDS]
+    if not options:
+        return JvmFit(dict(conf))
+    return JvmFit({**conf, _DRIVER_JAVA: " ".join(options)}, archive, making)
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def finish_archive(fit: JvmFit) -> None:
+    """After the session has stopped: end its JVM and, if it exited well, put the class
+    archive it wrote (``fit.making``) in place. Nothing to do when no archive was being
+    made, or when the JVM was not started with ``fit``'s options (a running one)."""
+    if fit.making is None or fit.archive is None:
+        return
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    try:
+        if gateway is None or process is None or process.stdin is None:
+            return
+        # The JVM exits when its standard input ends, writing the archive as it goes.
+        gateway.shutdown()
+        process.stdin.close()
+        ended = process.wait()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        if ended == 0 and fit.making.is_file():
+            os.replace(fit.making, fit.archive)
+    finally:
+        fit.making.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -26,8 +26,11 @@ from kstore.spark._session import fit_jvm
 from kstore.store.log import Store
 from tests.analytics.test_replay_not_taken_up import _said_twice
 from tests.spark.metrics_contract import comparable
+from tests.spark.processes import kstore_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+_JAVA = "spark.driver.extraJavaOptions"
 
 
 def _log(folder: Path) -> list[LogRow]:
@@ -296,18 +299,53 @@ def test_commands_end_to_end(
     assert capsys.readouterr().err.startswith("kstore: error: --window")
 
 
-def test_a_small_local_input_runs_the_first_jit_tier_only(tmp_path: Path) -> None:
+def test_a_small_local_input_runs_the_first_jit_tier_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     small = tmp_path / "dump.jsonl"
     small.write_text("".join(e.to_json() + "\n" for e in fleet(2, 3)))
     option = "spark.driver.extraJavaOptions"
-    assert fit_jvm("local[2]", {}, [str(tmp_path)])[option] == "-XX:TieredStopAtLevel=1"
-    assert fit_jvm("local[2]", {option: "-Da=b"}, [str(small)]) == {option: "-Da=b"}
-    assert fit_jvm("spark://h:7077", {}, [str(small)]) == {}  # the executors are elsewhere
-    assert fit_jvm(None, {}, [str(small)]) == {}  # spark-submit's choice
-    assert fit_jvm("local[2]", {}, ["hdfs://h/log"]) == {}  # size unknown
+    c1 = "-XX:TieredStopAtLevel=1"
+
+    def options(master: str | None, conf: dict[str, str], inputs: list[str]) -> list[str]:
+        return fit_jvm(master, conf, inputs).conf.get(option, "").split()
+
+    assert c1 in options("local[2]", {}, [str(tmp_path)])
+    assert fit_jvm("local[2]", {option: "-Da=b"}, [str(small)]).conf == {option: "-Da=b"}
+    assert fit_jvm("spark://h:7077", {}, [str(small)]).conf == {}  # executors elsewhere
+    assert fit_jvm(None, {}, [str(small)]).conf == {}  # spark-submit's choice
+    assert c1 not in options("local[2]", {}, ["hdfs://h/log"])  # size unknown
     with small.open("r+b") as grown:
         grown.truncate(65 << 20)  # past 64 MiB: C2 pays back
-    assert fit_jvm("local[2]", {"k": "v"}, [str(small)]) == {"k": "v"}
+    assert c1 not in options("local[2]", {"k": "v"}, [str(small)])
+
+
+def test_a_local_command_writes_spark_classes_archive_once_then_shares_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("".join(e.to_json() + "\n" for e in fleet(2, 3)))
+    first = fit_jvm("local[2]", {}, [str(dump)])
+    assert first.archive is not None and first.making is not None
+    assert first.archive.parent == cache / "kstore"
+    assert f"-XX:ArchiveClassesAtExit={first.making}" in first.conf[_JAVA].split()
+    assert first.making != first.archive  # written aside, renamed once whole
+
+    printed = kstore_process("spark", "ingest", "--in", str(dump), "--out", str(tmp_path / "a"))
+    assert printed.startswith("ingested ") and printed.count("\n") == 1
+    assert [p.name for p in (cache / "kstore").iterdir()] == [first.archive.name]
+    again = fit_jvm("local[2]", {}, [str(dump)])
+    assert (again.archive, again.making) == (first.archive, None)
+    assert f"-XX:SharedArchiveFile={first.archive}" in again.conf[_JAVA].split()
+
+    # One the JVM cannot use (here: not an archive at all) is skipped without a word.
+    first.archive.chmod(0o644)
+    first.archive.write_bytes(b"not an archive" * 1000)
+    printed = kstore_process("spark", "ingest", "--in", str(dump), "--out", str(tmp_path / "b"))
+    assert printed.startswith("ingested ") and printed.count("\n") == 1
 
 
 def test_the_python_tasks_get_batches_cut_by_rows_only(spark: Any) -> None:
