@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["Interrupted", "KstoreError", "UsageError", "field_path", "invalid_field"]
+__all__ = [
+    "Interrupted",
+    "KstoreError",
+    "UsageError",
+    "field_path",
+    "invalid_field",
+    "known_hint",
+    "nearest",
+]
 
 
 class KstoreError(Exception):
@@ -51,3 +60,23 @@ def invalid_field(error: Mapping[str, Any], *prefix: str, where: str = "") -> st
         shown = json.dumps(given, ensure_ascii=False)
         text += f" (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
     return text
+
+
+def nearest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The names of ``known`` that ``name`` was most likely meant to be (a typo of one,
+    or the start of one), at most ``n``, nearest first."""
+    names = sorted(set(known))
+    near = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
+    return near + [k for k in names if k.startswith(name) and k not in near][: n - len(near)]
+
+
+def known_hint(name: str, known: Iterable[str]) -> str:
+    """What to say after "no such NAME": the nearest known names, or all when few."""
+    names = sorted(set(known))
+    if near := nearest(name, names):
+        return f"; did you mean {', '.join(near)}?"
+    if names and len(names) <= 8:
+        return f" (known: {', '.join(names)})"
+    if names:
+        return f" ({len(names)} known, e.g. {', '.join(names[:3])})"
+    return " (there is none)"

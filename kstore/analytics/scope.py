@@ -7,13 +7,12 @@ found in exactly one cluster needs no cluster.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, known_hint
 from kstore.analytics._queries import run_query, run_sql
 from kstore.model.events import StreamId
 from kstore.store.log import Store
@@ -25,18 +24,7 @@ WINDOWS = ("hour", "day")
 
 def unknown(what: str, name: str, known: Iterable[str], where: str = "") -> UsageError:
     """``no <what> '<name>'<where>`` with the nearest known names (or all, when few)."""
-    names = sorted(set(known))
-    near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    near += [n for n in names if n.startswith(name) and n not in near][: 3 - len(near)]
-    if near:
-        hint = f"; did you mean {', '.join(near)}?"
-    elif names and len(names) <= 8:
-        hint = f" (known: {', '.join(names)})"
-    elif names:
-        hint = f" ({len(names)} known, e.g. {', '.join(names[:3])})"
-    else:
-        hint = " (there is none)"
-    return UsageError(f"no {what} {name!r}{where}{hint}")
+    return UsageError(f"no {what} {name!r}{where}{known_hint(name, known)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,10 @@ for Apache Kafka's Java clients (the plain names), other libraries under a prefi
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, nearest
 
 __all__ = [
     "CATALOGUE",
@@ -97,7 +96,7 @@ class UnknownStrategy(UsageError):
 
 
 def _unknown(name: str, known: tuple[str, ...] | list[str]) -> str:
-    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    near = nearest(name, known)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     return f"unknown strategy {name!r} (known: {', '.join(known)}){hint}"
 

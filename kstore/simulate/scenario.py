@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from kstore._errors import UsageError, field_path
+from kstore._errors import UsageError, field_path, known_hint, nearest
 from kstore._files import read_text
 from kstore._limits import PartitionCount, TopicName, check_instant
 from kstore.assignors._contract import check_total
@@ -352,7 +351,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{source}:1: a scenario is a mapping (name, topics, members, steps)")
     data.setdefault("name", Path(source).stem)
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
         # A misspelt key also makes the key it stands for missing: name the typo.
@@ -361,9 +360,36 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         where = field_path(loc) or "scenario"
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
-            near = difflib.get_close_matches(str(loc[-1]), sorted(_keys(Scenario)), n=1)
+            near = nearest(str(loc[-1]), _keys(Scenario), n=1)
             message = "unknown key" + (f"; did you mean {near[0]}?" if near else "")
         raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {where}: {message}") from None
+    if (undeclared := _undeclared_topic(scenario)) is not None:
+        loc, message = undeclared
+        raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {field_path(loc)}: {message}")
+    return scenario
+
+
+def _undeclared_topic(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | None:
+    """The first subscription to a topic the scenario never has (not in ``topics``, made
+    by no ``partitions`` step), and what to say of it. Kafka lets a consumer subscribe to
+    a topic that does not exist; in a scenario, which names every topic it has, such a
+    name is a typo, and the run would be of a group that never gets its partitions."""
+    known = set(scenario.topics) | {s.partitions.topic for s in scenario.steps if s.partitions}
+    places: list[tuple[tuple[str | int, ...], list[str]]] = [
+        (("members", i, "topics"), group.topics) for i, group in enumerate(scenario.members)
+    ]
+    for i, step in enumerate(scenario.steps):
+        for action, made in (("join", step.join), ("subscribe", step.subscribe)):
+            if made is not None:
+                places.append((("steps", i, action, "topics"), made.topics))
+    for loc, topics in places:
+        for j, topic in enumerate(topics):
+            if topic not in known:
+                return (*loc, j), (
+                    f"topic {topic!r} is not one of the scenario's topics and no "
+                    f"partitions step makes it{known_hint(topic, known)}"
+                )
+    return None
 
 
 def load_scenario(path: Path | str) -> Scenario:

@@ -98,3 +98,22 @@ def test_a_key_with_a_line_break_stays_one_line() -> None:
     with pytest.raises(ScenarioError) as refused:
         parse_scenario('"a\\nb": 1\n' + GOOD, "s")
     assert str(refused.value) == 's:1: "a\\nb": unknown key'
+
+
+def test_a_subscription_to_a_topic_the_scenario_never_has_is_named() -> None:
+    # A typo in a member's topics ran a group that never got a partition, exit 0.
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario("name: s\ntopics: {orders: 4}\nmembers: [{count: 2, topics: [order]}]\n")
+    assert str(refused.value) == (
+        "<scenario>:3: members[0].topics[0]: topic 'order' is not one of the scenario's "
+        "topics and no partitions step makes it; did you mean orders?"
+    )
+    subscribes = (
+        "name: s\ntopics: {orders: 4}\nmembers: [{count: 2, topics: [orders]}]\nsteps:\n"
+        "  - at: 1m\n    subscribe: {member: c-000, topics: [orders, payments]}\n"
+    )
+    with pytest.raises(ScenarioError, match=r"^s:6: steps\[0\]\.subscribe\.topics\[1\]: "):
+        parse_scenario(subscribes, "s")
+    # A topic a step makes later may be subscribed to before it exists, as in Kafka.
+    made = subscribes + "  - at: 2m\n    partitions: {topic: payments, count: 3}\n"
+    assert "payments" in parse_scenario(made).steps[0].subscribe.topics  # type: ignore[union-attr]
