@@ -398,6 +398,8 @@ class ClassicGroupSim(GroupSim):
                     self._schedule_expiry(member_id, now + self._session_timeout(member_id))
                 continue
             if cooperative:
+                if ledger.holds_given(member_id, tps):
+                    continue  # the same tuple as the last time: it keeps what it holds
                 owned, given = ledger.held(member_id), set(tps)
                 if owned == given:
                     continue  # it keeps what it holds: nothing to give up or take
@@ -407,7 +409,9 @@ class ClassicGroupSim(GroupSim):
                     rejoin = (client, client.life)
                     yield now + self.settings.poll_ms, client.rejoin_key, rejoin
             taken.append((member_id, tps))
-        ledger.acquire_each(taken, now)
+        # A cooperative member holds its new share now and nothing else: it gave up
+        # above what the share does not name.
+        ledger.acquire_each(taken, now, exact=cooperative)
 
     # --- members: rejoining -----------------------------------------------------------------
 

@@ -65,6 +65,10 @@ class MemberEpochState:
     epoch: int = 0
     state: str = STABLE
     assigned: set[TopicPartition] = field(default_factory=set)
+    given: tuple[TopicPartition, ...] | None = None
+    """The target ``assigned`` was last found equal to, as the assignment listed it (or
+    None): a later target that is the same tuple needs no set made (every member at
+    every epoch bump)."""
     revoking: set[TopicPartition] = field(default_factory=set)
     left_static: bool = False
 
@@ -173,14 +177,19 @@ class ConsumerGroupSim(GroupSim):
             self.queue.cancel(f"revoke-timeout:{member_id}")
         if member.epoch == self.group_epoch and member.state == STABLE:
             return
-        target = set(self.state.assignment.get(member_id, ()))
-        if member.assigned == target:  # most members after a bump: the target is theirs
+        shares = self.state.assignment.get(member_id, ())
+        if shares == member.given:  # most members after a bump: the target is theirs
             member.epoch, member.state = self.group_epoch, STABLE
+            return
+        target = set(shares)
+        if member.assigned == target:
+            member.epoch, member.state, member.given = self.group_epoch, STABLE, shares
             return
         kept = member.assigned & target
         revoking = member.assigned - target
         if revoking:
             member.assigned, member.revoking, member.state = kept, revoking, UNREVOKED
+            member.given = None
             self._revoke(client, member_id, revoking)
             return
         # What it wants is not its own: it holds part of the target and revokes nothing.
@@ -189,6 +198,7 @@ class ConsumerGroupSim(GroupSim):
         member.assigned = kept | free
         member.epoch = self.group_epoch
         member.state = UNRELEASED if member.assigned != target else STABLE
+        member.given = shares if member.state == STABLE else None
         if free:
             self.acquire(client, free)
         if member.state == UNRELEASED:

@@ -17,7 +17,9 @@ from its first acquisition until the member lets go of everything it holds (``si
 then), each of its partitions pointing to it; or partitions let go of apart (or never
 owned, ``member`` None), unowned since ``since``. A list: one is made per member and
 rebalance. Its partitions are the tuple it was given until a set of them is needed
-(``_held``): an eager member's hold never needs one (it ends whole).
+(``_held``): an eager member's hold never needs one (it ends whole); a cooperative
+member's is the tuple again once it holds exactly the share it was given
+(``acquire_each`` with ``exact``), so a share kept is one tuple comparison.
 
 Each partition points to one hold, so a member letting go of all it holds (an eager
 rebalance: every member) is one change, not one per partition.
@@ -88,6 +90,13 @@ class OwnershipLedger:
         hold = self.live.get(member)
         return _held(hold) if hold is not None else _NOTHING
 
+    def holds_given(self, member: str, tps: tuple[TopicPartition, ...]) -> bool:
+        """Whether ``member`` holds ``tps`` as it was given them: its hold is still the
+        tuple it was given, equal to ``tps`` (a cooperative member that keeps its
+        assignment, at every decision: no set made). False says nothing (``held``)."""
+        hold = self.live.get(member)
+        return hold is not None and hold[2] == tps
+
     def release_all(self, member: str, now: int) -> None:
         """``member`` lets go of everything it holds: its hold ends."""
         hold = self.live.pop(member, None)
@@ -117,9 +126,15 @@ class OwnershipLedger:
         self.acquire_each(((member, tps),), now)
 
     def acquire_each(
-        self, holdings: Iterable[tuple[str, Collection[TopicPartition]]], now: int
+        self,
+        holdings: Iterable[tuple[str, Collection[TopicPartition]]],
+        now: int,
+        *,
+        exact: bool = False,
     ) -> None:
-        """Each ``(member, partitions)`` in turn: ``member`` now holds ``partitions``."""
+        """Each ``(member, partitions)`` in turn: ``member`` now holds ``partitions``;
+        ``exact``: and nothing else (it holds none but some of them already), so a hold
+        keeps ``partitions`` as given when they are a tuple (``holds_given``)."""
         # Every rebalance passes each partition through here: locals, no calls per
         # partition but to grow a row, the row looked up again only at another topic
         # (partition numbers are never negative).
@@ -131,6 +146,8 @@ class OwnershipLedger:
             hold = live.get(member)
             if hold is None:
                 hold = live[member] = [member, None, tps if type(tps) is tuple else set(tps)]
+            elif exact and type(tps) is tuple:
+                hold[2] = tps
             else:
                 _held(hold).update(tps)
             for t, p in tps:

@@ -71,6 +71,9 @@ _op = st.one_of(
     st.tuples(st.just("release"), st.sampled_from(_MEMBERS), st.sets(st.sampled_from(_TPS))),
     st.tuples(st.just("release all"), st.sampled_from(_MEMBERS)),
     st.tuples(st.just("rename"), st.sampled_from(_MEMBERS), st.sampled_from(_MEMBERS)),
+    # A cooperative member's new share: what it does not name given up, then the share
+    # taken as exactly what the member holds (its hold the share's tuple again).
+    st.tuples(st.just("share"), st.sampled_from(_MEMBERS), st.lists(st.sampled_from(_TPS))),
 )
 
 
@@ -101,6 +104,17 @@ def test_ledger_counts_as_partition_by_partition(ops: list[tuple[object, ...]]) 
             case ("rename", str(old), str(new)):
                 ledger.rename(old, new)
                 expected.rename(old, new)
+            case ("share", str(member), list(tps)):
+                share = tuple(dict.fromkeys(tps))
+                revoked = expected.held(member) - set(share)
+                ledger.release(member, revoked, now)
+                expected.release(member, revoked, now)
+                if not expected.acquire(member, set(share), now):
+                    with pytest.raises(AssertionError, match="still owns it"):
+                        ledger.acquire_each([(member, share)], now, exact=True)
+                    return
+                ledger.acquire_each([(member, share)], now, exact=True)
+                assert ledger.holds_given(member, share)
         for member in _MEMBERS:
             assert ledger.held(member) == expected.held(member)
     ledger.close(len(ops))
