@@ -232,7 +232,7 @@ class Decision:
             # worth it where most entries are in lists taken as they are.
             or 2 * sum(compress(self.counts, self.repeated)) < self.size
         ):
-            return self.data.model_dump_json(exclude_none=True)
+            return self.data.stored_json()
         theirs, people = before.pieces(), before.people
         self._pieces = [
             theirs[people[member]] if same else _piece(member, given)
@@ -294,7 +294,7 @@ def _with_pieces(data: AssignmentCompleted, pieces: list[str]) -> str:
     made of ``pieces`` (``_piece``, one per member in order). The other fields are
     pydantic's own text: the first ``"assignment":{}`` there is that field (a string
     field's quotes are escaped)."""
-    empty = data.model_copy(update={"assignment": {}}).model_dump_json(exclude_none=True)
+    empty = data.model_copy(update={"assignment": {}}).stored_json()
     return empty.replace(_EMPTY, '"assignment":{' + ",".join(pieces) + "}", 1)
 
 

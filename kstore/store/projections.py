@@ -190,7 +190,7 @@ class Projector:
             found = self._decided.get(event.stream)
             if found is not None and found[1].data is data:
                 return found[1].data_json()
-        return data.model_dump_json(exclude_none=True)
+        return data.stored_json()
 
     def _hand(self, head: StreamHead, handed: _Replaced) -> None:
         self._decided.pop(handed.key[:3], None)
