@@ -163,8 +163,14 @@ class ConsumerGroupSim(GroupSim):
             return
         queue.cancel(f"expire:{member_id}")  # the session goes on
         member = self.epochs[member_id]
-        if member.state != STABLE or member.epoch != (self.state.generation or 0):
+        epoch = self.state.generation or 0
+        if member.state != STABLE:
             self._reconcile(client, member_id)
+        elif member.epoch != epoch:
+            if self.state.assignment.get(member_id, ()) == member.given:
+                member.epoch = epoch  # its new target is what it has (``_reconcile``)
+            else:
+                self._reconcile(client, member_id)
 
     def _reconcile(self, client: Client, member_id: str) -> None:
         member = self.epochs[member_id]
