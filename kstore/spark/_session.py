@@ -174,11 +174,12 @@ def fit_jvm(master: str | None, conf: Mapping[str, str], inputs: Sequence[Path |
       of the JVM with it, 20 with C1 alone. Past ``_SMALL_INPUT`` bytes the tasks run
       long enough for C2's faster code to win.
     - the classes of Spark shared from an archive (``class_archive``), which a JVM
-      writes at its exit when there is none yet: a session and its first job took 8-12
-      CPU s with it against 18-20 without. The JVM maps a truncated archive and crashes
-      on it, so one is written under a name of its own and renamed into place only
-      once its JVM has exited well (``finish_archive``); commands running at once each
-      write their own, and the last rename wins."""
+      writes at its exit when there is none yet: a session and its first job took 12
+      CPU s of the JVM with it against 19-21 without (C2 on; with C1 only, no gain).
+      The JVM maps a truncated archive and crashes on it, so one is written under a
+      name of its own and renamed into place only once its JVM has exited well
+      (``finish_archive``); commands running at once each write their own, and the
+      last rename wins."""
     if master is None or not master.startswith("local") or _DRIVER_JAVA in conf:
         return JvmFit(dict(conf))
     options = []
