@@ -5,12 +5,16 @@ new timeline as they are (same times), and so are its ``RebalanceStarted`` (the
 reasons); every ``AssignmentCompleted`` is replaced by the strategy's own decision on
 the replay's state at that point, whose ``owned`` partitions are the replay's previous
 assignment (the fold of the replay's own events). The replay numbers its generations
-itself. Under a cooperative strategy, a round that takes partitions from a member is
-followed by a second round (``RebalanceStarted`` with reason ``cooperative follow-up``
-and its ``AssignmentCompleted``, at the same time), as Kafka's consumers do; the
-source's next rebalance, if nothing changing membership, subscriptions or topics comes
-before it, is that follow-up and is not replayed as another; what happens while that
-round runs (a member leaving) is part of it, and the follow-up is decided at its end.
+itself. Under a cooperative strategy, a round that takes partitions from a member that
+stays (of a topic it still subscribes to) is followed by a second round, as Kafka's
+consumers do. Where the source's own cooperative decision took from a member too, the
+source's next rebalance is that round and is replayed as it is. Else the replay makes
+its own (``RebalanceStarted`` with reason ``cooperative follow-up`` and its
+``AssignmentCompleted``, at the same time); the source's next rebalance, if nothing
+changing membership, subscriptions or topics comes before it, is that follow-up and is
+not replayed as another; what happens while that round runs (a member leaving) is part
+of it, and the follow-up is decided at its end. The rule, with Kafka's reasons, is in
+docs/analytics.md.
 
 The source's ``AssignmentNotTakenUp`` facts are read as well: a member that did not take
 up a source decision does not take up the replay's decision of that rebalance either.
@@ -39,7 +43,7 @@ instead of decided again, and the source events after them are replayed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, get_args
@@ -58,7 +62,14 @@ from kstore.model.events import (
     StreamId,
 )
 from kstore.model.fold import GroupState
-from kstore.model.strategies import SAME, Strategy, UnknownStrategy, flavour_of, protocol_of
+from kstore.model.strategies import (
+    SAME,
+    Strategy,
+    UnknownStrategy,
+    flavour_of,
+    known_protocol,
+    protocol_of,
+)
 from kstore.store.interface import EventStore
 from kstore.store.writer import Writer, stamp
 
@@ -67,6 +78,7 @@ __all__ = [
     "DecisionCheck",
     "ReplayResult",
     "check_decisions",
+    "reads_assignments",
     "replay",
     "replay_events",
 ]
@@ -132,6 +144,14 @@ class _Replayer:
         # subscriptions or topics came since: the source's next rebalance is that round.
         self._followed = False
         self._absorbing = False
+        # The generation of the source's round in progress (its last RebalanceStarted's,
+        # until its AssignmentCompleted): a RebalanceStarted of that generation again is
+        # that round started over (its coordinator moved), not another rebalance.
+        self._round: int | None = None
+        # The source's latest assignment, and whether its latest decision left a
+        # cooperative follow-up round due (it took a partition from a member that stays).
+        self._source_assignment: Mapping[str, Sequence[TopicPartition]] = {}
+        self._source_follows = False
         # A source decision decided, not yet given: the source's not-taken-up facts of
         # it come after it, and the replay's decision gives those members what they held.
         self._pending: _Pending | None = None
@@ -241,12 +261,20 @@ class _Replayer:
         )
         return self._event(source, data, suffix, at)
 
-    def _took(self, before: dict[str, tuple[TopicPartition, ...]]) -> bool:
-        """Whether the latest decision took a partition from a member that stays."""
-        after = self.state.assignment
+    def _took(
+        self,
+        before: Mapping[str, Sequence[TopicPartition]],
+        after: Mapping[str, Sequence[TopicPartition]],
+    ) -> bool:
+        """Whether a decision (``before`` -> ``after``) took a partition from a member that
+        stays, of a topic it still subscribes to: a cooperative consumer gives up the
+        partitions of a topic it unsubscribed from itself, before it rejoins (Kafka's
+        ConsumerCoordinator, onJoinPrepare), so losing those asks for no follow-up round."""
         members = self.state.members
         return any(
-            not set(after.get(m, ())).issuperset(tps) for m, tps in before.items() if m in members
+            not set(after.get(m, ())).issuperset(tp for tp in tps if tp[0] in members[m].topics)
+            for m, tps in before.items()
+            if m in members
         )
 
     def _same_as(self, data: AssignmentCompleted) -> None:
@@ -277,7 +305,15 @@ class _Replayer:
         yield self._decide(pending.source, pending.version, pending.suffix, kept, pending.at)
         for fact, data in pending.not_taken_up:
             yield self._event(fact, data.model_copy(update={"generation": self.generation}))
-        if not pending.suffix and self.protocol == "cooperative" and self._took(before):
+        # Where the source's own decision left its follow-up round due, its next
+        # rebalance is that round (whenever it came, whatever came first): the replay's
+        # follow-up is that rebalance, replayed as it is, not a round of the replay's own.
+        if (
+            not pending.suffix
+            and not pending.source_follows
+            and self.protocol == "cooperative"
+            and self._took(before, self.state.assignment)
+        ):
             self.generation += 1
             reason = construct(
                 RebalanceStarted, generation=self.generation, reason="cooperative follow-up"
@@ -297,6 +333,15 @@ class _Replayer:
             return
         if self._pending is not None and not self._pending.suffix:
             yield from self._settle()
+        again = isinstance(data, RebalanceStarted) and data.generation == self._round
+        if isinstance(data, RebalanceStarted | AssignmentCompleted):
+            self._round = data.generation if isinstance(data, RebalanceStarted) else None
+        if isinstance(data, AssignmentCompleted):
+            cooperative = (data.protocol or known_protocol(data.strategy)) == "cooperative"
+            self._source_follows = cooperative and self._took(
+                self._source_assignment, data.assignment
+            )
+            self._source_assignment = data.assignment
         # A follow-up round's decision waits for the source's next rebalance (that round,
         # if nothing else comes first) and the facts of its members that did not take it
         # up.
@@ -310,18 +355,21 @@ class _Replayer:
             if self._pending.during:  # decided at the round's end, after those events
                 self._pending.at = source.at
             return
-        if self._absorbing and not isinstance(data, RebalanceStarted):
+        if self._absorbing and (again or not isinstance(data, RebalanceStarted)):
             # An event of the source's follow-up round, before its end (a member leaving
-            # while it runs), is part of that round, as in any round: copied, and the
-            # round decided at its end on the state it leaves.
+            # while it runs, the round started over), is part of that round, as in any
+            # round: copied, and the round decided at its end on the state it leaves.
             assert self._pending is not None
             self._pending.during = True
+            if isinstance(data, RebalanceStarted):  # ``again``: in the replay's numbering
+                data = construct(RebalanceStarted, generation=self.generation, reason=data.reason)
             yield self._event(source, data)
             return
         yield from self._settle()
         if isinstance(data, RebalanceStarted):
             self._followed = self._absorbing = False
-            self.generation += 1
+            if not again:
+                self.generation += 1
             yield self._event(
                 source,
                 construct(RebalanceStarted, generation=self.generation, reason=data.reason),
@@ -333,6 +381,7 @@ class _Replayer:
             if self.state.rebalance is None:
                 self.generation += 1
             self._pending = _Pending(source, version, data.generation)
+            self._pending.source_follows = self._source_follows
         else:
             self._followed = self._absorbing = False
             yield self._event(source, data)
@@ -352,9 +401,19 @@ class _Pending:
     """``/follow-up`` for a follow-up round."""
     during: bool = False
     """A follow-up round: the source's round it absorbs had events before its end."""
+    source_follows: bool = False
+    """The source's decision left its own follow-up round due: the replay makes none."""
     at: datetime | None = None
     """When it is decided, if not at ``source``'s time: such a round's end."""
     not_taken_up: list[tuple[Event, AssignmentNotTakenUp]] = field(default_factory=list)
+
+
+def reads_assignments(*strategies: str) -> bool:
+    """Whether a replay with these strategies reads its source's assignments. It decides
+    every assignment itself, but whether it makes a follow-up round depends on whether
+    the source's decision left one due: only a replay that may make such rounds reads
+    them (an eager replay of a big group reads none of its source's assignments)."""
+    return any(s == SAME or protocol_of(s) == "cooperative" for s in strategies)
 
 
 def _flavour(data: AssignmentCompleted) -> Strategy:
@@ -503,8 +562,9 @@ def replay(
         )
     replayer = _Replayer(target, strategy, stored, writer.fold())
     count = 0
-    # The replay decides every assignment itself: the source's are not read.
-    source_events = store.events(cluster=cluster, group=group, timeline=source, assignments=False)
+    source_events = store.events(
+        cluster=cluster, group=group, timeline=source, assignments=reads_assignments(strategy)
+    )
     complete = True
     done = 0
     store_seconds = 0.0

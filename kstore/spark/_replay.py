@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kstore._errors import UsageError
-from kstore.analytics.replay import replay_events
+from kstore.analytics.replay import reads_assignments, replay_events
 from kstore.assignors import get_assignor
 from kstore.model.events import AssignmentCompleted, StreamId
 from kstore.model.strategies import SAME
@@ -64,12 +64,15 @@ def _replayer(strategies: Sequence[str], warnings: Accumulator[list[str]] | None
     return replay_stream
 
 
-def _without_assignments(log: Any) -> Any:
-    """The log with each ``AssignmentCompleted``'s assignment empty, as ``kstore replay``
-    reads its source (``assignments=False``): a replay decides every assignment itself.
-    The recorded ones, most of a log's bytes, are then neither read from Parquet nor
-    shuffled nor turned into Python objects; nor is ``position``."""
+def _source(log: Any, strategies: Sequence[str]) -> Any:
+    """The log as ``kstore replay`` reads its source: without ``position``, and each
+    ``AssignmentCompleted``'s assignment empty unless the replays may make follow-up
+    rounds (``reads_assignments``). The recorded assignments, most of a log's bytes, are
+    then neither read from Parquet nor shuffled nor turned into Python objects."""
     from pyspark.sql import functions as F
+
+    if reads_assignments(*strategies):
+        return log.drop("position")
 
     data = spark_schema()["data"].dataType
     kind = data["assignment"].dataType
@@ -98,7 +101,7 @@ def replay_log(
         if strategy != SAME:  # same: each generation's own flavour, known in the task
             get_assignor(strategy)  # an unknown name fails here, not in a task
     return map_streams(
-        _without_assignments(log.where(log.timeline == source)),
+        _source(log.where(log.timeline == source), strategies),
         _replayer(list(strategies), warnings),
         event_schema(),
     )

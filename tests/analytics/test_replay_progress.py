@@ -31,9 +31,9 @@ class Terminal(io.StringIO):
 
 @pytest.fixture
 def source(store: Store) -> int:
-    """A cooperative history (its replay's follow-up rounds make more replay events
-    than source events); the number of its events."""
-    _big(store, "g", rebalances=120, partitions=24, members=12)
+    """A history mostly eager (a cooperative replay of it makes follow-up rounds of its
+    own, so more replay events than source events); the number of its events."""
+    _big(store, "g", rebalances=120, partitions=24, members=12, strategy="range")
     return next(info.events for info in store.streams() if info.stream.timeline == "recorded")
 
 

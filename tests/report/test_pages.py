@@ -152,10 +152,17 @@ def test_reasons_are_counted_by_shape(reason: str | None, shape: str) -> None:
     assert reason_shape(reason, members) == shape
 
 
-def _big(store: Store, group: str, rebalances: int, partitions: int, members: int) -> None:
+def _big(
+    store: Store,
+    group: str,
+    rebalances: int,
+    partitions: int,
+    members: int,
+    strategy: str = "cooperative-sticky",
+) -> None:
     """A long history: a member joins or leaves before each rebalance (reasons carry its
     id), every fifth rebalance is a cooperative first round that withholds the partitions
-    it takes from their owners (given by the next)."""
+    it takes from their owners (given by the next); the others decided by ``strategy``."""
     ids = [f"consumer-{group}-{i:03d}-{i * 7919 % 100000:05d}-0f9c8a7e" for i in range(members)]
     datas: list[object] = [TopicChanged(topic="events", partitions=partitions)]
     datas += [MemberJoined(member_id=m, topics=["events"]) for m in ids[: members // 2]]
@@ -184,10 +191,10 @@ def _big(store: Store, group: str, rebalances: int, partitions: int, members: in
         assignment: dict[str, list[tuple[str, int]]] = {m: [] for m in present}
         for p, m in given.items():
             assignment[m].append(("events", p))
+        decided = "cooperative-sticky" if cooperative else strategy
         datas.append(
-            AssignmentCompleted(generation=generation, strategy="cooperative-sticky",
-                                assignment=assignment)
-        )  # fmt: skip
+            AssignmentCompleted(generation=generation, strategy=decided, assignment=assignment)
+        )
         owner.update(given)
         if cooperative and len(given) < partitions:
             generation += 1

@@ -11,12 +11,15 @@ from typing import Any
 import duckdb
 import pyarrow.dataset as ds
 import pytest
+import yaml
 
 from benchmarks._fleet import fleet, group_events
 from kstore.analytics import run_query, run_sql
 from kstore.analytics.replay import replay
 from kstore.cli import main
 from kstore.model import Event, EventError, StreamId, parse_event_line
+from kstore.simulate import run_scenario
+from kstore.simulate.scenario import parse_scenario
 from kstore.spark._export import export_store
 from kstore.spark._frames import read_log
 from kstore.spark._ingest import ingest_dumps
@@ -25,6 +28,7 @@ from kstore.spark._schema import LogRow, arrow_to_events
 from kstore.spark._session import fit_jvm
 from kstore.store.log import Store
 from tests.analytics.test_replay_not_taken_up import _said_twice
+from tests.analytics.test_replay_random import random_scenario
 from tests.spark.metrics_contract import comparable
 from tests.spark.processes import kstore_process
 
@@ -120,6 +124,10 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
     store.init()
     store.append(fleet(4, 12, seed=5))
     store.append(_said_twice())  # group g: members that did not take a round up
+    # Group random: the source's own follow-up rounds, one 45 s late (its member cut off):
+    # a cooperative replay reads the source's assignments to see them due.
+    scenario = parse_scenario(yaml.safe_dump(random_scenario(53)), "random.yaml")
+    run_scenario(scenario, store=store, timeline="recorded", seed=53)
     export_store(store, tmp_path / "log")
     strategies = ["sticky", "cooperative-sticky", "optimal", "same"]
     count = write_replays(read_log(spark, [tmp_path / "log"]), strategies, tmp_path / "out")
