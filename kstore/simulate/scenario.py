@@ -363,10 +363,29 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
             near = nearest(str(loc[-1]), _keys(Scenario), n=1)
             message = "unknown key" + (f"; did you mean {near[0]}?" if near else "")
         raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {where}: {message}") from None
-    if (undeclared := _undeclared_topic(scenario)) is not None:
-        loc, message = undeclared
+    if (wrong := _undeclared_topic(scenario) or _shrunk_topic(scenario)) is not None:
+        loc, message = wrong
         raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {field_path(loc)}: {message}")
     return scenario
+
+
+def _shrunk_topic(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | None:
+    """The first ``partitions`` step that gives a topic fewer partitions than it has then
+    (Kafka only adds partitions), and what to say of it: found before the run, which
+    stopped there with exit 1 and no line."""
+    sizes = {topic: spec.partitions for topic, spec in scenario.topics.items()}
+    timed = sorted(enumerate(scenario.steps), key=lambda item: item[1].at)  # as they run
+    for i, step in timed:
+        if (grown := step.partitions) is None:
+            continue
+        have = sizes.get(grown.topic)
+        if have is not None and grown.count < have:
+            return ("steps", i, "partitions", "count"), (
+                f"topic {grown.topic!r} has {have} partitions then; Kafka cannot reduce "
+                f"them (to {grown.count})"
+            )
+        sizes[grown.topic] = grown.count
+    return None
 
 
 def _undeclared_topic(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | None:

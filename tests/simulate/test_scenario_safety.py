@@ -117,3 +117,20 @@ def test_a_subscription_to_a_topic_the_scenario_never_has_is_named() -> None:
     # A topic a step makes later may be subscribed to before it exists, as in Kafka.
     made = subscribes + "  - at: 2m\n    partitions: {topic: payments, count: 3}\n"
     assert "payments" in parse_scenario(made).steps[0].subscribe.topics  # type: ignore[union-attr]
+
+
+def test_a_partitions_step_that_shrinks_a_topic_is_named() -> None:
+    # The run stopped at that step: "topic a: Kafka cannot reduce partitions (4 -> 2)",
+    # exit 1, no line.
+    text = (
+        "name: s\ntopics: {a: 2}\nmembers: [{count: 2, topics: [a]}]\nsteps:\n"
+        "  - at: 2m\n    partitions: {topic: a, count: 3}\n"
+        "  - at: 1m\n    partitions: {topic: a, count: 4}\n"
+    )
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario(text, "s")
+    assert str(refused.value) == (
+        "s:6: steps[0].partitions.count: topic 'a' has 4 partitions then; "
+        "Kafka cannot reduce them (to 3)"
+    )
+    assert parse_scenario(text.replace("count: 3", "count: 5"), "s").steps[0].at == 120_000
