@@ -148,10 +148,8 @@ class _Replayer:
         # until its AssignmentCompleted): a RebalanceStarted of that generation again is
         # that round started over (its coordinator moved), not another rebalance.
         self._round: int | None = None
-        # The source's latest assignment, and whether its latest decision left a
-        # cooperative follow-up round due (it took a partition from a member that stays).
+        # The source's latest assignment (read only where ``reads_assignments``).
         self._source_assignment: Mapping[str, Sequence[TopicPartition]] = {}
-        self._source_follows = False
         # A source decision decided, not yet given: the source's not-taken-up facts of
         # it come after it, and the replay's decision gives those members what they held.
         self._pending: _Pending | None = None
@@ -277,6 +275,14 @@ class _Replayer:
             if m in members
         )
 
+    def _source_took(self, data: AssignmentCompleted) -> bool:
+        """Whether the source's decision ``data`` left its own follow-up round due (a
+        cooperative decision that took from a member that stays); its assignment is kept
+        as the source's latest."""
+        before, self._source_assignment = self._source_assignment, data.assignment
+        cooperative = (data.protocol or known_protocol(data.strategy)) == "cooperative"
+        return cooperative and self._took(before, data.assignment)
+
     def _same_as(self, data: AssignmentCompleted) -> None:
         found = _flavour(data)
         self.strategy, self.protocol = found.name, found.protocol
@@ -336,12 +342,7 @@ class _Replayer:
         again = isinstance(data, RebalanceStarted) and data.generation == self._round
         if isinstance(data, RebalanceStarted | AssignmentCompleted):
             self._round = data.generation if isinstance(data, RebalanceStarted) else None
-        if isinstance(data, AssignmentCompleted):
-            cooperative = (data.protocol or known_protocol(data.strategy)) == "cooperative"
-            self._source_follows = cooperative and self._took(
-                self._source_assignment, data.assignment
-            )
-            self._source_assignment = data.assignment
+        follows = isinstance(data, AssignmentCompleted) and self._source_took(data)
         # A follow-up round's decision waits for the source's next rebalance (that round,
         # if nothing else comes first) and the facts of its members that did not take it
         # up.
@@ -380,8 +381,7 @@ class _Replayer:
                 self._same_as(data)
             if self.state.rebalance is None:
                 self.generation += 1
-            self._pending = _Pending(source, version, data.generation)
-            self._pending.source_follows = self._source_follows
+            self._pending = _Pending(source, version, data.generation, source_follows=follows)
         else:
             self._followed = self._absorbing = False
             yield self._event(source, data)
