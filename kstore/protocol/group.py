@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from itertools import chain
 from operator import attrgetter
 
-from kstore._errors import KstoreError
+from kstore._errors import KstoreError, known_hint
 from kstore.assignors import TopicPartition
 from kstore.model._construct import construct
 from kstore.model.events import Event, EventData, RebalanceStarted, StreamId, TopicChanged
@@ -28,10 +28,15 @@ from kstore.protocol.ownership import OwnershipLedger
 from kstore.protocol.settings import ProtocolSettings
 from kstore.store.writer import stamper
 
-__all__ = ["Client", "GroupSim", "MemberSpec", "ResumeMismatch"]
+__all__ = ["Client", "GroupSim", "MemberSpec", "NotNow", "ResumeMismatch"]
 
 
 _topics_of = attrgetter("topics")
+
+
+class NotNow(KstoreError):
+    """What a scenario's step asks that the group cannot do at that moment (a member that
+    is not there, or is running already)."""
 
 
 class ResumeMismatch(KstoreError):
@@ -223,7 +228,7 @@ class GroupSim:
     def client(self, name: str) -> Client:
         found = self.clients.get(name)
         if found is None:
-            raise KstoreError(f"no member named {name!r}")
+            raise NotNow(f"no member named {name!r}{known_hint(name, self.clients)}")
         return found
 
     def start_client(self, spec: MemberSpec) -> None:
@@ -231,7 +236,7 @@ class GroupSim:
         if client is None:
             client = self.clients[spec.name] = Client(spec, index=len(self.clients))
         elif client.alive:
-            raise KstoreError(f"member {spec.name} is already running")
+            raise NotNow(f"member {spec.name} is already running")
         client.spec = spec
         client.alive = True
         client.life += 1

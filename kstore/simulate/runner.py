@@ -22,8 +22,8 @@ from kstore.model.events import Event, StreamId
 from kstore.model.fold import GroupState
 from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
-from kstore.protocol.group import GroupSim, MemberSpec, ResumeMismatch
-from kstore.simulate.scenario import MemberGroup, Scenario, Step
+from kstore.protocol.group import GroupSim, MemberSpec, NotNow, ResumeMismatch
+from kstore.simulate.scenario import MemberGroup, Scenario, ScenarioError, Step
 from kstore.store.writer import Writer
 
 if TYPE_CHECKING:
@@ -155,7 +155,17 @@ class _Driver:
         for member in initial_members(scenario):
             sim.start_client(member)
         for index, step in enumerate(scenario.steps):
-            sim.queue.schedule(step.at, f"step:{index}", lambda s=step: self.run(s))  # type: ignore[misc]
+            sim.queue.schedule(step.at, f"step:{index}", lambda i=index: self.step(i))  # type: ignore[misc]
+
+    def step(self, index: int) -> None:
+        """The scenario's step ``index``; what it cannot do then (a member that is not
+        there, or running already) is named at its line."""
+        step = self.scenario.steps[index]
+        try:
+            self.run(step)
+        except NotNow as exc:
+            where = self.scenario.where("steps", index, step.action)
+            raise ScenarioError(f"{where} (at {step.at:,} ms): {exc}") from None
 
     def run(self, step: Step) -> None:
         sim = self.sim
@@ -319,6 +329,18 @@ def run_scenario(
             )
         flush(last=True)
         made()
+    except ScenarioError as exc:  # a step the group cannot take then (``_Driver.step``)
+        if writer is None:
+            raise
+        # As at Ctrl-C, the events before it are kept: the run goes on from them once
+        # the step is mended (the same events again, checked, then the rest).
+        flush(last=True)
+        made()
+        writer.wait()
+        raise ScenarioError(
+            f"{exc}; the {len(stored) + appended:,} events before it are stored in "
+            f"timeline {stream}: mend the step and run again to go on from them"
+        ) from None
     except BaseException:
         if writer is not None:
             # The batch being appended apart is not stored: the store stays at the end

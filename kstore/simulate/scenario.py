@@ -15,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -213,6 +214,13 @@ class Scenario(_Model):
     steps: list[Step] = []
     until: Ms | None = None
     """Where the run stops (default: five minutes after the last step)."""
+    _source: str = PrivateAttr("<scenario>")
+    _lines: dict[tuple[Any, ...], int] = PrivateAttr(default_factory=dict)
+
+    def where(self, *loc: str | int) -> str:
+        """``SOURCE:LINE: path`` of a place in the scenario's text (line 1 when it was not
+        read from text), for an error found while it runs."""
+        return f"{self._source}:{_line_of(loc, self._lines)}: {field_path(loc)}"
 
     @field_validator("strategy")
     @classmethod
@@ -363,9 +371,10 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
             near = nearest(str(loc[-1]), _keys(Scenario), n=1)
             message = "unknown key" + (f"; did you mean {near[0]}?" if near else "")
         raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {where}: {message}") from None
+    scenario._source, scenario._lines = source, lines
     if (wrong := _undeclared_topic(scenario) or _shrunk_topic(scenario)) is not None:
         loc, message = wrong
-        raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {field_path(loc)}: {message}")
+        raise ScenarioError(f"{scenario.where(*loc)}: {message}")
     return scenario
 
 

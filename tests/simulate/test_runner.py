@@ -279,3 +279,29 @@ def test_the_simulate_bar_tells_the_time_left(tmp_path: Path) -> None:
     code, shown = on_a_terminal(command, columns=120)
     assert code == 0 and "% of simulated time" in plain(shown)
     assert "-:--:--" in plain(shown), plain(shown)  # the time left, before the run's pace
+
+
+def test_a_step_naming_a_member_not_there_is_named_at_its_line(tmp_path: Path) -> None:
+    # It ended the run with "kstore: error: no member named 'nobody'", exit 1: which
+    # step, and what of the run was stored, the user had to find out.
+    flapping = "".join(f"  - at: {i * 2}s\n    scale: {4 if i % 2 else 2}\n" for i in range(1, 400))
+    text = "name: late\ntopics: {a: 4}\nmembers: [{count: 2, topics: [a]}]\nsteps:\n" + flapping
+    bad = parse_scenario(text + "  - at: 900s\n    leave: c-00\n", "late.yaml")
+    store = initialised_store(tmp_path / "s.duckdb")
+    with pytest.raises(ScenarioError) as refused:
+        run_scenario(bad, store=store, timeline="sim", seed=1)
+    [stream] = store.streams()
+    said = str(refused.value)
+    assert said.startswith(
+        "late.yaml:804: steps[399].leave (at 900,000 ms): no member named 'c-00'; did you mean"
+    ), said
+    assert said.endswith(
+        f"; the {stream.events:,} events before it are stored in timeline default/late/sim: "
+        "mend the step and run again to go on from them"
+    ), said
+    mended = parse_scenario(text + "  - at: 900s\n    leave: c-000\n", "late.yaml")
+    again = run_scenario(mended, store=store, timeline="sim", seed=1)
+    assert (again.resumed, again.complete) == (stream.events, True)
+    fresh = initialised_store(tmp_path / "fresh.duckdb")
+    run_scenario(mended, store=fresh, timeline="sim", seed=1)
+    assert list(store.events()) == list(fresh.events())
