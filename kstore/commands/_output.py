@@ -16,9 +16,10 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from rich.console import Console
 from rich.table import Table
@@ -43,17 +44,33 @@ def check_format(output: str, allowed: Sequence[str] = FORMATS) -> str:
 
 
 def plain(value: Any) -> Any:
-    """A JSON/CSV value: times in ISO-8601 (UTC, ``Z``), decimals as numbers."""
+    """A JSON/CSV value: times in ISO-8601 (UTC, ``Z``), decimals as numbers, a BLOB as
+    DuckDB writes it as text, an interval or UUID as its text; lists, structs and maps
+    of them too (a struct holding a time, or a BLOB, failed ``--format json``)."""
     if isinstance(value, datetime):
         text = value.isoformat()
         return text + "Z" if value.tzinfo is None else text.replace("+00:00", "Z")
-    if isinstance(value, date):
+    if isinstance(value, date | time):
         return value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(plain(k)): plain(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        return _blob(value)
+    if isinstance(value, timedelta | UUID):
+        return str(value)
     return value
+
+
+def _blob(data: bytes) -> str:
+    """A BLOB as DuckDB casts it to text: printable ASCII as it is, but for the quotes
+    and the backslash, every other byte as ``\\xNN``."""
+    return "".join(
+        chr(b) if 32 <= b < 127 and b not in (34, 39, 92) else f"\\x{b:02X}" for b in data
+    )
 
 
 def _cell(value: Any) -> str:

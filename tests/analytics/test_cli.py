@@ -142,3 +142,34 @@ def test_report_draws_its_plots_in_chromium(filled: Path, tmp_path: Path) -> Non
     assert drawn == plots == 2 + 3  # rates, reasons, an ownership view per timeline
     assert dom.count('class="main-svg"') >= plots
     assert "heatmaplayer" in dom or "hm" in dom
+
+
+def test_every_type_duckdb_answers_prints_in_every_format(filled: Path) -> None:
+    # --format json of a BLOB column printed '[{"b": ' then "TypeError: Object of type
+    # bytes is not JSON serializable", exit 1; a struct holding a time, an interval or a
+    # UUID did the same; the table showed a BLOB as Python's b'\x00ab'.
+    sql = (
+        "SELECT from_hex('00ff5c41') AS b, {'t': TIMESTAMP '2026-01-01 00:00:00'} AS s, "
+        "INTERVAL 90 MINUTE AS i, '6ba7b810-9dad-11d1-80b4-00c04fd430c8'::UUID AS u, "
+        "TIME '10:00:01' AS tm, MAP {1: 'v'} AS m"
+    )
+    cast = _kstore(filled, "sql", "SELECT from_hex('00ff5c41')::VARCHAR AS b", "--format", "csv")
+    as_duckdb = cast.stdout.splitlines()[1]  # DuckDB's own text of the BLOB
+    assert as_duckdb == r"\x00\xFF\x5CA"
+    record = {
+        "b": as_duckdb,
+        "s": {"t": "2026-01-01T00:00:00Z"},
+        "i": "1:30:00",
+        "u": "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+        "tm": "10:00:01",
+        "m": {"1": "v"},
+    }
+    out = _kstore(filled, "sql", sql, "--format", "json")
+    assert (out.returncode, json.loads(out.stdout)) == (0, [record]), out.stderr
+    out = _kstore(filled, "sql", sql, "--format", "jsonl")
+    assert (out.returncode, json.loads(out.stdout)) == (0, record), out.stderr
+    out = _kstore(filled, "sql", sql, "--format", "csv")
+    [row] = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert row["b"] == as_duckdb and json.loads(row["s"]) == record["s"], out.stderr
+    out = _kstore(filled, "sql", sql, "--format", "table")
+    assert out.returncode == 0 and as_duckdb in out.stdout, out.stderr
