@@ -9,25 +9,28 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from kstore._errors import UsageError
 
-__all__ = ["named", "read_text", "write_text"]
+__all__ = ["named", "read_text", "text_lines", "write_text"]
 
 
-def _decode(data: bytes, name: str) -> str:
+def _decode(data: bytes, name: str, first: int = 1) -> str:
+    """``data`` (its first line line ``first`` of ``name``) as UTF-8 text without NUL
+    bytes, else one line naming where it is not."""
     nul = data.find(b"\0")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         if nul == -1 or nul > exc.start:
-            line = data.count(b"\n", 0, exc.start) + 1
+            line = data.count(b"\n", 0, exc.start) + first
             raise UsageError(
                 f"{name}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
             ) from None
     if nul != -1:
-        line = data.count(b"\n", 0, nul) + 1
+        line = data.count(b"\n", 0, nul) + first
         raise UsageError(f"{name}: line {line}: binary data (a NUL byte), not text")
     return text
 
@@ -48,6 +51,18 @@ def read_text(file: str | Path, what: str = "") -> str:
     except OSError as exc:
         raise UsageError(f"{name}: cannot read: {exc.strerror}") from None
     return _decode(data, name)
+
+
+def text_lines(file: str | Path) -> Iterator[str]:
+    """The lines of ``file`` as they are read (a dump may be bigger than memory), each
+    checked as ``read_text`` checks a whole text."""
+    try:
+        opened = open(file, "rb")  # noqa: SIM115 (a generator holds it open)
+    except OSError as exc:
+        raise UsageError(f"{file}: cannot read: {exc.strerror}") from None
+    with opened:
+        for number, line in enumerate(opened, start=1):
+            yield _decode(line, str(file), number)
 
 
 def write_text(file: Path, text: str, option: str = "--out") -> None:

@@ -43,6 +43,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from kstore._errors import UsageError, field_path
+from kstore._files import text_lines
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -683,24 +684,23 @@ def read_dump(path: str | Path) -> Iterator[RawRecord]:
 
     A line that is not of the dump's form raises ``DumpFormatError`` naming it.
     """
-    with open(path, encoding="utf-8") as lines:
-        for number, text in enumerate(lines, start=1):
-            if not text.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DumpFormatError(f"{where}: not JSON: {exc.msg}") from None
-            if not isinstance(line, dict):
-                raise DumpFormatError(f"{where}: must be a JSON object")
-            yield RawRecord(
-                offset=_dump_int(line, "offset", where),
-                partition=_dump_int(line, "partition", where),
-                timestamp=_dump_int(line, "timestamp", where),
-                key=_dump_bytes(line, "key", where),
-                value=_dump_bytes(line, "value", where),
-            )
+    for number, text in enumerate(text_lines(path), start=1):
+        if not text.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DumpFormatError(f"{where}: not JSON: {exc.msg}") from None
+        if not isinstance(line, dict):
+            raise DumpFormatError(f"{where}: must be a JSON object")
+        yield RawRecord(
+            offset=_dump_int(line, "offset", where),
+            partition=_dump_int(line, "partition", where),
+            timestamp=_dump_int(line, "timestamp", where),
+            key=_dump_bytes(line, "key", where),
+            value=_dump_bytes(line, "value", where),
+        )
 
 
 def events_from_dump(

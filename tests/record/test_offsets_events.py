@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kstore._errors import UsageError
 from kstore.model import fold, parse_event
 from kstore.record.offsets_codec import (
     Assignment,
@@ -389,6 +390,21 @@ def test_a_malformed_dump_line_is_named(tmp_path: Path, line: str, message: str)
     dump.write_text(line + "\n")
     with pytest.raises(DumpFormatError, match=message):
         list(read_dump(dump))
+
+
+def test_a_dump_that_is_not_text_or_not_there_is_one_line(tmp_path: Path) -> None:
+    # `kstore record offsets --file` said "UnicodeDecodeError: 'utf-8' codec can't decode
+    # byte 0xdc ..." of a binary file, "FileNotFoundError: ..." of a missing one, exit 1.
+    dump = tmp_path / "dump.jsonl"
+    dump.write_bytes(_dump_line(CLASSIC[0]).encode() + b"\n\n\xff\x80\n")
+    with pytest.raises(UsageError) as refused:
+        list(read_dump(dump))
+    assert str(refused.value) == f"{dump}: line 3: not UTF-8 text (byte 0xff)"
+    with pytest.raises(UsageError) as refused:
+        list(read_dump(tmp_path / "nope.jsonl"))
+    assert (
+        str(refused.value) == f"{tmp_path / 'nope.jsonl'}: cannot read: No such file or directory"
+    )
 
 
 # -- fuzz: bad records never give an exception of another type, nor a bogus event ---------------
