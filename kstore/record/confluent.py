@@ -52,7 +52,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from kstore._errors import KstoreError, UsageError
+from kstore._errors import KstoreError, UsageError, known_hint
+from kstore._files import text_lines
 from kstore.model.events import (
     AssignmentCompleted,
     AssignmentNotTakenUp,
@@ -422,15 +423,23 @@ def librdkafka_client() -> str:
 
 
 def read_reports(directory: Path | str, group: str | None = None) -> list[MemberReport]:
-    """Every report in ``directory`` (of ``group``, when given), by generation."""
-    reports = []
-    for path in sorted(Path(directory).glob("*.jsonl")):
-        with open(path, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                if line.strip():
-                    report = MemberReport.from_json(line, f"{path}:{number}")
-                    if group is None or report.group == group:
-                        reports.append(report)
+    """Every report in ``directory`` (of ``group``, when given), by generation. A folder
+    that is not there, and a group of which it holds no report, are errors: an empty
+    merge would read as a group that never rebalanced."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise UsageError(f"--reports {directory}: no such folder")
+    reports, groups = [], set()
+    for path in sorted(folder.glob("*.jsonl")):
+        for number, line in enumerate(text_lines(path), start=1):
+            if line.strip():
+                report = MemberReport.from_json(line, f"{path}:{number}")
+                groups.add(report.group)
+                if group is None or report.group == group:
+                    reports.append(report)
+    if group is not None and group not in groups:
+        held = known_hint(group, groups) if groups else " (it holds none)"
+        raise UsageError(f"--group {group}: no report of it in {directory}{held}")
     reports.sort(key=_order)
     return reports
 

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kstore._errors import UsageError
 from kstore.model import Event, fold
 from kstore.record.confluent import (
     NOT_CALLED_BACK,
     MemberReport,
     group_generation,
     merge_reports,
+    read_reports,
 )
 from kstore.store.log import Store
 
@@ -377,3 +380,24 @@ def test_a_member_its_leader_did_not_name_is_not_in_the_generation() -> None:
         assert (sorted(completed["assignment"]), completed.get("leader")) == (members, leader)
         joined = sorted(e.data.to_dict()["member_id"] for e in events if e.type == "MemberJoined")
         assert joined == members
+
+
+def test_reports_not_there_or_not_text_are_one_line(tmp_path: Any) -> None:
+    # `kstore record merge --reports nope` answered "0 events", exit 0, as of a group
+    # that never rebalanced; a report file of binary data was "UnicodeDecodeError".
+    with pytest.raises(UsageError, match=r"^--reports .*nope: no such folder$"):
+        read_reports(tmp_path / "nope")
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    report = MemberReport(
+        group="orders", member_id="m", generation=1, seq=1, kind="assign", at=1.0,
+        partitions=[], holds=[], topics=["t"], strategy="range", partition_counts={"t": 1},
+    )  # fmt: skip
+    (folder / "m.jsonl").write_text(json.dumps(asdict(report)) + "\n")
+    assert read_reports(folder, "orders") == [report]
+    with pytest.raises(UsageError) as refused:
+        read_reports(folder, "order")
+    assert str(refused.value) == f"--group order: no report of it in {folder}; did you mean orders?"
+    (folder / "x.jsonl").write_bytes(b"\xff\n")
+    with pytest.raises(UsageError, match=r"x\.jsonl: line 1: not UTF-8 text \(byte 0xff\)$"):
+        read_reports(folder)
