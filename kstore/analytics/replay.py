@@ -353,7 +353,7 @@ class _Replayer:
             assert self._pending is not None
             self._absorbing = False
             self._pending.generation = data.generation
-            if self._pending.during:  # decided at the round's end, after those events
+            if self._pending.at is not None:  # decided at the round's end, after its events
                 self._pending.at = source.at
             return
         if self._absorbing and (again or not isinstance(data, RebalanceStarted)):
@@ -361,7 +361,7 @@ class _Replayer:
             # while it runs, the round started over), is part of that round, as in any
             # round: copied, and the round decided at its end on the state it leaves.
             assert self._pending is not None
-            self._pending.during = True
+            self._pending.at = source.at  # for now: the round's end, when it comes
             if isinstance(data, RebalanceStarted):  # ``again``: in the replay's numbering
                 data = construct(RebalanceStarted, generation=self.generation, reason=data.reason)
             yield self._event(source, data)
@@ -399,12 +399,11 @@ class _Pending:
     absorbs, None before that comes)."""
     suffix: str = ""
     """``/follow-up`` for a follow-up round."""
-    during: bool = False
-    """A follow-up round: the source's round it absorbs had events before its end."""
     source_follows: bool = False
     """The source's decision left its own follow-up round due: the replay makes none."""
     at: datetime | None = None
-    """When it is decided, if not at ``source``'s time: such a round's end."""
+    """When it is decided, if not at ``source``'s time: a follow-up round whose source
+    round had events before its end is decided at that end."""
     not_taken_up: list[tuple[Event, AssignmentNotTakenUp]] = field(default_factory=list)
 
 

@@ -17,9 +17,26 @@ from kstore.analytics._queries import run_query, run_sql
 from kstore.model.events import StreamId
 from kstore.store.log import Store
 
-__all__ = ["Scope", "check_params", "replays", "resolve", "source_timeline", "unknown"]
+__all__ = [
+    "Scope",
+    "check_params",
+    "iso_time",
+    "replays",
+    "resolve",
+    "source_timeline",
+    "unknown",
+]
 
 WINDOWS = ("hour", "day")
+
+
+def iso_time(option: str, text: str) -> datetime:
+    """An ISO-8601 time given for ``option``; one without a zone is taken as UTC."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{option}: not an ISO-8601 time: {text!r}") from None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def unknown(what: str, name: str, known: Iterable[str], where: str = "") -> UsageError:
@@ -143,14 +160,8 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
             ok = False
         if not ok:
             raise UsageError(f"--param storm_seconds: not a positive number: {seconds!r}")
-    when = None
-    if (at := params.get("at")) is not None:
-        try:
-            when = datetime.fromisoformat(str(at))
-        except ValueError:
-            raise UsageError(f"--param at: not an ISO-8601 time: {at!r}") from None
-        if when.tzinfo is not None:  # the store's times are UTC without a zone
-            when = when.astimezone(UTC).replace(tzinfo=None)
+    at = params.get("at")
+    when = None if at is None else iso_time("--param at", str(at))
     if (member := params.get("member")) is not None:
         members = run_sql(
             store,
@@ -173,7 +184,7 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
             raise unknown("topic", str(topic), known_topics)
         first = next(f for t, _, f in sizes.rows if t == topic)
         # An answer from before the topic existed is empty; asked for, it is a mistake.
-        if when is not None and when < first:
+        if when is not None and when < first.replace(tzinfo=UTC):  # the store's: UTC
             raise UsageError(
                 f"--param at {at}: before topic {topic!r} first appears here "
                 f"({first.isoformat()}Z): nothing owned it yet"

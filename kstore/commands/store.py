@@ -9,7 +9,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,13 +35,9 @@ __all__ = [
 
 def _time(option: str, text: str | None) -> datetime | None:
     """An ISO-8601 time; one without a zone is taken as UTC."""
-    if text is None:
-        return None
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"{option}: not an ISO-8601 time: {text!r}") from None
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    from kstore.analytics.scope import iso_time
+
+    return None if text is None else iso_time(option, text)
 
 
 def _range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
