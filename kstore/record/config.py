@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import javaproperties
 import yaml
 
 from kstore._errors import KstoreError, UsageError
@@ -327,10 +328,6 @@ def _read_file(path: Path) -> dict[str, str]:
         if not isinstance(raw, Mapping):
             raise UsageError(f"--command-config {path}: must be a mapping of settings")
         return _flatten(raw, "", path)
-    # Imported here: of the kafka extra, which `kstore record merge` does not need (it
-    # named the missing extra before the missing --reports folder).
-    import javaproperties
-
     try:
         return dict(javaproperties.loads(text))
     except javaproperties.InvalidUEscapeError:

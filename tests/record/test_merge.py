@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import subprocess
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
@@ -402,22 +401,3 @@ def test_reports_not_there_or_not_text_are_one_line(tmp_path: Any) -> None:
     (folder / "x.jsonl").write_bytes(b"\xff\n")
     with pytest.raises(UsageError, match=r"x\.jsonl: line 1: not UTF-8 text \(byte 0xff\)$"):
         read_reports(folder)
-
-
-def test_merge_needs_no_kafka_extra(tmp_path: Any) -> None:
-    # From a wheel without the kafka extra, `kstore record merge --reports nope` said
-    # "javaproperties is not installed: pip install 'kstore[kafka]'": merge needs none of
-    # it, and the mistake was the folder.
-    code = (
-        "import sys\n"
-        "sys.modules['javaproperties'] = None  # not installed\n"
-        "from kstore.cli import main\n"
-        f"sys.argv = ['kstore', '--store', {str(tmp_path / 's.duckdb')!r}, 'record', 'merge',"
-        f" '--reports', {str(tmp_path / 'nope')!r}]\n"
-        "main()\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert (done.returncode, done.stderr) == (
-        2,
-        f"kstore: error: --reports {tmp_path / 'nope'}: no such folder\n",
-    )
