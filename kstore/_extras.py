@@ -7,7 +7,7 @@ needs a module of a missing extra fails with ``missing_extra``'s line (exit 2).
 
 from __future__ import annotations
 
-__all__ = ["EXTRAS", "missing_extra"]
+__all__ = ["EXTRAS", "missing_extra", "require"]
 
 EXTRAS: dict[str, str] = {
     "pyspark": "spark",
@@ -29,3 +29,13 @@ def missing_extra(exc: BaseException) -> str | None:
     if extra is None:
         return None
     return f"{module} is not installed: pip install 'kstore[{extra}]' (the {extra!r} extra)"
+
+
+def require(extra: str) -> None:
+    """Import every module of ``extra`` now: a command that needs it names a missing one
+    before it starts (not inside a retry loop or a worker thread that would hide it)."""
+    import importlib
+
+    for module, of in EXTRAS.items():
+        if of == extra:
+            importlib.import_module(module)

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kstore._errors import UsageError
+from kstore._extras import require
 from kstore.commands._stop import stop_requested
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
 
@@ -99,6 +100,7 @@ def record_offsets(
         )
         return
 
+    require("kafka")
     from kstore.record.tail import KafkaTopicSource, OffsetsTailer
 
     if start not in ("beginning", "now"):
@@ -145,6 +147,7 @@ def poll_groups(
     polls: int | None,
     max_retries: int = 10,
 ) -> None:
+    require("kafka")
     from kstore.record.poller import KafkaAdminView, Poller
     from kstore.store.log import Store
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import javaproperties
 import yaml
 
 from kstore._errors import KstoreError, UsageError
+from kstore._extras import missing_extra
 from kstore._files import read_text
 
 __all__ = ["ENV_PREFIX", "KafkaSettings", "RedactingFilter", "is_safe", "load_settings"]
@@ -277,6 +277,8 @@ class KafkaSettings:
                 raise
             raise type(exc)(self.redact(str(exc))) from None
         except Exception as exc:
+            if missing_extra(exc) is not None:  # named by main(), and holds no secret
+                raise
             message = self.redact(f"{type(exc).__name__}: {exc}")
             raise KstoreError(message) from None
 
@@ -328,6 +330,10 @@ def _read_file(path: Path) -> dict[str, str]:
         if not isinstance(raw, Mapping):
             raise UsageError(f"--command-config {path}: must be a mapping of settings")
         return _flatten(raw, "", path)
+    # Imported here: of the kafka extra, which `kstore record merge` does not need (it
+    # named the missing extra before the missing --reports folder).
+    import javaproperties
+
     try:
         return dict(javaproperties.loads(text))
     except javaproperties.InvalidUEscapeError:
