@@ -20,7 +20,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence, Set
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from itertools import groupby, pairwise
 from pathlib import Path
@@ -31,6 +31,7 @@ from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import replays
+from kstore.model.events import format_time
 from kstore.store.log import Store
 
 __all__ = [
@@ -136,14 +137,18 @@ def _bucket(start: datetime, end: datetime, most: int) -> timedelta:
     return next((step for step in _STEPS if span / step <= most), _STEPS[-1])
 
 
-def _said(step: timedelta) -> str:
-    """A bucket's length as a reader says it: ``5 min``, ``3 h``, ``1 day``."""
-    seconds = int(step.total_seconds())
-    for unit, name in ((86400, "day"), (3600, "h"), (60, "min")):
-        if seconds >= unit and seconds % unit == 0:
-            count = seconds // unit
-            return f"{count} {name}{'s' if name == 'day' and count > 1 else ''}"
-    return f"{seconds} s"
+def _said(span: timedelta) -> str:
+    """A length as a reader says it: ``5 min``, ``3 h``, ``1 day``; one not whole in its
+    unit to three figures (``19.9 s``, ``2.52 min``), not ``0:00:19.872733``."""
+    seconds = span.total_seconds()
+    for unit, name in ((86400, "day"), (3600, "h"), (60, "min"), (1, "s")):
+        if seconds >= unit or unit == 1:
+            count = seconds / unit
+            plural = "s" if name == "day" and count != 1 else ""
+            if count == int(count):
+                return f"{int(count)} {name}{plural}"
+            return f"{count:.3g} {name}{plural}"
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _floor(at: datetime, start: datetime, step: timedelta) -> datetime:
@@ -154,11 +159,18 @@ def _table(result: Result, limit: int | None = None) -> str:
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"<td>{value:.3f}</td>"
-        text = "" if value is None else str(value)
+        if isinstance(value, datetime):  # as kstore prints times: ISO-8601, UTC, no 000
+            text = format_time(value if value.tzinfo else value.replace(tzinfo=UTC))
+        elif isinstance(value, timedelta):
+            text = _said(value)
+        else:
+            text = "" if value is None else str(value)
         # long text (a reason) wraps; numbers, ids and times stay whole on one line
         kind = " class='text'" if len(text) > 40 and " " in text else ""
         return f"<td{kind}>{html.escape(text)}</td>"
 
+    if not result.rows:  # the heading says "(0)": an empty table's header says no more
+        return ""
     rows = result.rows if limit is None else result.rows[:limit]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in result.columns)
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
@@ -229,6 +241,15 @@ _STYLE = (
     "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
     ".partial{color:#a40000;font-weight:bold}"
+    # A table wider than the page scrolls inside itself; a shadow on the side where more
+    # of it is says so (the covers move with the content, the shadows stay at the edges).
+    "table{background:linear-gradient(to right,#fff 30%,#fff0),"
+    "linear-gradient(to left,#fff 30%,#fff0) 100% 0,"
+    "radial-gradient(farthest-side at 0 50%,#0004,#0000),"
+    "radial-gradient(farthest-side at 100% 50%,#0004,#0000) 100% 0;"
+    "background-repeat:no-repeat;background-size:40px 100%,40px 100%,14px 100%,14px 100%;"
+    "background-attachment:local,local,scroll,scroll}"
+    "@media (max-width:900px){body{margin:1em}td.text{min-width:16em}}"
 )
 
 
@@ -257,6 +278,14 @@ def _plot(ident: str) -> str:
 
 
 # --- a group's report -------------------------------------------------------------------
+
+
+_LEGEND_ABOVE: dict[str, Any] = {
+    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.04, "x": 0},
+    "margin": {"t": 120},
+}
+"""Timelines named in a row above the plot: to its right, long names took a third of a
+narrow page from the plot."""
 
 
 def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, str]:
@@ -351,7 +380,9 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             row=3,
             col=1,
         )
-    figure.update_layout(height=720, barmode="group", title="Rates per time bucket (drag to zoom)")
+    figure.update_layout(
+        height=720, barmode="group", title="Rates per time bucket (drag to zoom)", **_LEGEND_ABOVE
+    )
     figure.update_yaxes(
         type="log",
         title_text="moved (log)",
@@ -383,7 +414,9 @@ def _reasons(
         figure.add_trace(
             go.Bar(x=REASON_KINDS, y=[kinds[timeline, k] for k in REASON_KINDS], name=timeline)
         )
-    figure.update_layout(title="Rebalance reasons by kind", barmode="group", height=380)
+    figure.update_layout(
+        title="Rebalance reasons by kind", barmode="group", height=380, **_LEGEND_ABOVE
+    )
     top = Result(
         ["timeline", "kind", "rebalances", "reason"],  # the count before the long text
         [(t, k, n, reason) for (t, k, reason), n in shapes.most_common(15)],
@@ -570,7 +603,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
             colorbar={
                 "title": "owner",
                 "tickvals": ticks,
-                "ticktext": ["unowned", *(names[c] for c in ticks[1:])],
+                "ticktext": ["unowned", *_labels([names[c] for c in ticks[1:]], names)],
             },
         )
     )
@@ -591,13 +624,25 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     )
     note = (
         f"{len(partitions)} of {total} partitions, {len(moments)} rebalances, {columns} "
-        f"columns of {width} each showing who held the partition longest in it; "
+        f"columns of {_said(width)} each showing who held the partition longest in it; "
         f"{len(names)} owners (the colour bar names up to 30 holding most, a line apart; hover "
         f"names every owner), {len(moves_x)} moves"
         + (f" (every {step}th marked)" if step > 1 else "")
         + f"; black: unowned most of the column ({unowned_cells} cells)"
     )
     return figure, note
+
+
+def _labels(shown: Sequence[str], names: Sequence[str], keep: int = 18) -> list[str]:
+    """``shown`` cut to ``keep`` characters and "…", longer where another of ``names``
+    starts the same (a member id's UUID took half a narrow page); hover names them whole."""
+    out = []
+    for name in shown:
+        n = keep
+        while n < len(name) - 1 and any(o != name and o.startswith(name[:n]) for o in names):
+            n += 1
+        out.append(name if n >= len(name) - 1 else name[:n] + "…")
+    return out
 
 
 def _storms(rows: list[dict[str, Any]]) -> Result:
@@ -614,6 +659,18 @@ def _storms(rows: list[dict[str, Any]]) -> Result:
         ["timeline", "from", "until", "last version", "rebalances"],
         [tuple(e) for e in episodes],
     )
+
+
+def _counted(storms: Result, timelines: Sequence[str]) -> str:
+    """How many storms, per timeline: one storm in each of three timelines read as three
+    storms when the heading said ``(3)``."""
+    per = Counter(row[0] for row in storms.rows)
+    if len(timelines) == 1:
+        return str(per[timelines[0]])
+    counts = {per[t] for t in timelines}
+    if len(counts) == 1:
+        return f"{counts.pop()} in each of the {len(timelines)} timelines"
+    return ", ".join(f"{per[t]} in {t}" for t in timelines)
 
 
 def _compared(store: Store, group: str, cluster: str, table: Result) -> set[tuple[str, int]] | None:
@@ -713,7 +770,7 @@ def write_report(
         told(3 + i, parts)
     storms = _storms(rebalances)
     sections += [
-        f"<h2>Storms ({len(storms.rows)})</h2>",
+        f"<h2>Storms ({html.escape(_counted(storms, timelines))})</h2>",
         "<p class='note'>runs of rebalances each with at least 3 in the 5 minutes up to it "
         "(the timeline query's storm)</p>",
         _table(storms, LIST_ROWS),

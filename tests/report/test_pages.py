@@ -19,7 +19,17 @@ from typing import Any
 
 import pytest
 
-from kstore.analytics.pages import MOVE_MARKERS, REASON_KINDS, reason_kind, reason_shape
+from kstore.analytics._queries import Result
+from kstore.analytics.pages import (
+    MOVE_MARKERS,
+    REASON_KINDS,
+    _counted,
+    _labels,
+    _said,
+    _table,
+    reason_kind,
+    reason_shape,
+)
 from kstore.analytics.replay import replay
 from kstore.model import (
     AssignmentCompleted,
@@ -287,6 +297,10 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     assert min(abs(a - b) for a, b in combinations(ticks, 2)) * code_px >= 14
     assert 0 < len(moves["x"]) <= MOVE_MARKERS
     assert "Storms (" in text and "Anomalies (0)" in text
+    # lengths and times as a reader says them: "columns of 0:00:19.872733" before
+    note = re.search(r"columns of ([^<]*?) each", text)
+    assert note is not None and re.fullmatch(r"[\d.]+ (s|min|h|days?)", note.group(1))
+    assert not re.search(r"\d:\d\d:\d\d\.\d{6}|<td>\d{4}-\d\d-\d\d \d", text)
     assert drawn(page, tmp_path, "report-big.png") == plots
 
 
@@ -446,3 +460,50 @@ def test_the_shipped_plotly_bundle_is_the_version_plotly_writes_for() -> None:
     for trace in CARTESIAN_TRACES:  # each registered in the bundle
         assert f'moduleType:"trace",name:"{trace}"' in code
     assert base64.b64decode(_plotly_gzip()) == files("kstore.analytics").joinpath(name).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("span", "said"),
+    [
+        (timedelta(minutes=5), "5 min"),
+        (timedelta(days=1), "1 day"),
+        (timedelta(days=2), "2 days"),
+        (timedelta(seconds=30), "30 s"),
+        (timedelta(seconds=19.872733), "19.9 s"),  # was "0:00:19.872733"
+        (timedelta(milliseconds=250), "0.25 s"),
+        (timedelta(seconds=151), "2.52 min"),
+    ],
+)
+def test_lengths_are_said_as_a_reader_says_them(span: timedelta, said: str) -> None:
+    assert _said(span) == said
+
+
+def test_table_cells_print_times_as_kstore_does_and_an_empty_table_is_left_out() -> None:
+    at = datetime(2026, 1, 1, 0, 1, 3, 622000)  # DuckDB's TIMESTAMP: naive, UTC
+    cells = _table(Result(["at", "span"], [(at, timedelta(seconds=19.872733))]))
+    assert "<td>2026-01-01T00:01:03.622Z</td><td>19.9 s</td>" in cells  # was 03.622000
+    assert _table(Result(["timeline", "at"], [])) == ""  # the heading says (0)
+
+
+def test_long_owner_names_are_cut_where_still_apart() -> None:
+    names = [
+        "c-010-451ae0f9-978e-5bcb-b641-a23af1153869",
+        "c-010-451ae0f9-978f-0000-0000-000000000000",  # the same to 19 characters
+        "c-000-df47d22f-cd73-5635-855c-0da01ee529d0",
+        "short",
+    ]
+    labels = _labels(names, names)
+    assert labels == [
+        "c-010-451ae0f9-978e…",
+        "c-010-451ae0f9-978f…",
+        "c-000-df47d22f-cd7…",
+        "short",
+    ]
+    assert len(set(labels)) == len(names)
+
+
+def test_storms_are_counted_per_timeline() -> None:
+    one_each = Result(["timeline"], [("a",), ("b",), ("c",)])
+    assert _counted(one_each, ["a", "b", "c"]) == "1 in each of the 3 timelines"  # was "3"
+    assert _counted(Result(["timeline"], [("a",), ("a",)]), ["a", "b"]) == "2 in a, 0 in b"
+    assert _counted(Result(["timeline"], [("a",)]), ["a"]) == "1"
