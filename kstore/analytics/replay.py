@@ -78,6 +78,7 @@ __all__ = [
     "DecisionCheck",
     "ReplayResult",
     "check_decisions",
+    "check_strategy",
     "reads_assignments",
     "replay",
     "replay_events",
@@ -451,8 +452,7 @@ def check_decisions(events: Iterable[Event], strategy: str = SAME) -> Iterator[D
     ``strategy``'s answer (``same``: the flavour that decided it) to the request made of
     the source's state just before it; the ``AssignmentNotTakenUp`` facts right after it
     say which members did not take it up."""
-    if strategy != SAME:
-        get_assignor(strategy)
+    check_strategy(strategy)
     state = GroupState()
     pending: tuple[AssignmentCompleted, str, dict[str, list[TopicPartition]]] | None = None
     owned: dict[str, tuple[TopicPartition, ...]] = {}
@@ -507,14 +507,20 @@ def replay_events(
     ``strategy`` ``same`` decides each generation with the flavour that decided it.
     ``events`` are the source stream's from its first (version 1).
     """
-    if strategy != SAME:
-        get_assignor(strategy)
+    check_strategy(strategy)
     replayer = _Replayer(target, strategy)
     if warnings is not None:
         replayer.warnings = warnings
     for version, event in enumerate(events, start=1):
         yield from replayer.feed(event, version)
     yield from replayer.finish()
+
+
+def check_strategy(strategy: str) -> None:
+    """A strategy a replay can decide with (``same`` or an assignor), else the one line
+    naming the nearest ones."""
+    if strategy != SAME:
+        get_assignor(strategy)
 
 
 @cyclic_gc_paused()
@@ -540,8 +546,7 @@ def replay(
     ``strategy`` ``same`` decides each generation with the flavour that decided it
     (``strategies.flavour_of``: the recorded strategy and client library).
     """
-    if strategy != SAME:
-        get_assignor(strategy)
+    check_strategy(strategy)
     target = StreamId(cluster, group, new_timeline(timeline, f"replay/{strategy}", replay=True))
     sizes = {info.stream: info.events for info in store.streams()}
     total = sizes.get(StreamId(cluster, group, source))

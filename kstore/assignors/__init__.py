@@ -78,7 +78,9 @@ def get_assignor(name: str) -> Assignor:
         return found
     target = _REGISTRY.get(name)
     if target is None:
-        raise ContractError(f"strategy: unknown strategy {name!r} (known: {', '.join(_REGISTRY)})")
+        from kstore.model.strategies import unknown_strategy
+
+        raise ContractError(f"strategy: {unknown_strategy(name, list(_REGISTRY))}")
     module_name, attribute = target.split(":")
     assignor: Assignor = getattr(importlib.import_module(module_name), attribute)
     _loaded[name] = assignor

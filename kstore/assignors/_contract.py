@@ -116,8 +116,9 @@ def validate_request(raw: Any) -> AssignmentRequest:
     from kstore.assignors import strategies  # the registry; imported late to avoid a cycle
 
     if request.strategy not in strategies():
-        known = ", ".join(strategies())
-        raise ContractError(f"strategy: unknown strategy {request.strategy!r} (known: {known})")
+        from kstore.model.strategies import unknown_strategy
+
+        raise ContractError(f"strategy: {unknown_strategy(request.strategy, strategies())}")
     check_total(request.topics)
     for topic, racks in (request.partition_racks or {}).items():
         count = request.topics.get(topic)

@@ -17,7 +17,7 @@ from rich.progress import (
 from kstore._errors import Interrupted, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
-from kstore.analytics.replay import VERDICTS, check_decisions, replay
+from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve, source_timeline
 from kstore.commands._output import check_format, counting, print_rows, progress_bar
@@ -123,6 +123,7 @@ def replay_group(
     timeline: str | None,
     resume: bool = False,
 ) -> None:
+    check_strategy(strategy)  # a typo named before the store is read
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
     bar = progress_bar(
@@ -194,6 +195,7 @@ def check_group(
     a summary on stderr; 1 when any decision is neither the strategy's answer nor one
     the source says members did not take up."""
     check_format(output)
+    check_strategy(strategy)  # a typo named before the store is read
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
     events = store.events(cluster=cluster, group=group, timeline=source)
@@ -289,11 +291,11 @@ def print_advice(
     from kstore.analytics.advise import advise
 
     check_format(output)
+    names = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
+    for name in names or ():  # a typo named before the store is read
+        strategy(name)
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
-    names = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
-    for name in names or ():
-        strategy(name)
     table = advise(store, group, cluster, source, names)
     print_result(table, output, title=f"advice for {cluster}/{group} ({source})")
     rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]

@@ -30,6 +30,7 @@ __all__ = [
     "known_protocol",
     "protocol_of",
     "strategy",
+    "unknown_strategy",
     "wire_protocol",
 ]
 
@@ -95,7 +96,8 @@ class UnknownStrategy(UsageError):
     """A strategy name the catalogue does not hold; the message names the nearest ones."""
 
 
-def _unknown(name: str, known: tuple[str, ...] | list[str]) -> str:
+def unknown_strategy(name: str, known: tuple[str, ...] | list[str]) -> str:
+    """The one line for a strategy name not in ``known``: every known one, the nearest said."""
     near = nearest(name, known)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     return f"unknown strategy {name!r} (known: {', '.join(known)}){hint}"
@@ -105,7 +107,7 @@ def strategy(name: str) -> Strategy:
     """The catalogue's entry for ``name``, or ``UnknownStrategy`` naming the nearest names."""
     found = CATALOGUE.get(name)
     if found is None:
-        raise UnknownStrategy(f"strategy: {_unknown(name, list(CATALOGUE))}")
+        raise UnknownStrategy(f"strategy: {unknown_strategy(name, list(CATALOGUE))}")
     return found
 
 
@@ -116,7 +118,7 @@ def fitting(name: str, protocol: str) -> str:
     if name in allowed:
         return name
     if name not in CATALOGUE:
-        raise ValueError(_unknown(name, allowed))
+        raise ValueError(unknown_strategy(name, allowed))
     raise ValueError(
         f"strategy {name} does not go with protocol {protocol} (one of {', '.join(allowed)})"
     )

@@ -47,7 +47,7 @@ from kafka.protocol.consumer.metadata import (
 import kstore
 from kstore.assignors import AssignmentRequest, MemberSubscription, assign, strategies
 from kstore.model.events import StreamId
-from kstore.model.strategies import protocol_of
+from kstore.model.strategies import protocol_of, unknown_strategy
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import DescribedGroup, DescribedMember, diff
 from kstore.store.interface import ConcurrencyError, EventStore
@@ -73,7 +73,7 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self, strategy: str, store: EventStore | None, group: str, cluster: str = "default"
     ) -> None:
         if strategy not in strategies():
-            raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(strategies())})")
+            raise ValueError(unknown_strategy(strategy, strategies()))
         self._name = strategy
         self.store = store
         self.group = group

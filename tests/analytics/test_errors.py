@@ -130,3 +130,24 @@ def test_unwritable_output(path: Path, tmp_path: Path) -> None:
     one_line_error(out, str(page), "cannot write: File too large")
     assert page.read_bytes() == before and len(before) > 100_000
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", "--strategy", "stiky"],
+        ["replay", "--strategy", "stiky", "--check"],
+        ["advise", "--strategies", "range,stiky"],
+    ],
+)
+def test_a_strategy_typo_is_named_before_the_group(path: Path, command: list[str]) -> None:
+    # `replay --strategy stiky --group X` said "no group 'X'": the typo is seen first,
+    # with the nearest name (as every unknown strategy, from the one rule).
+    out = kstore(path, *command, "--group", "nope")
+    one_line_error(out, "unknown strategy 'stiky'", "did you mean sticky?")
+
+
+def test_an_unknown_strategy_in_a_request_names_the_nearest(path: Path, tmp_path: Path) -> None:
+    request = tmp_path / "request.json"
+    request.write_text('{"strategy": "rang", "topics": {"a": 1}, "members": {}}')
+    one_line_error(kstore(path, "assign", str(request)), "'rang'", "did you mean range")
