@@ -12,6 +12,7 @@ the order of the settings matters.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from kstore.store.interface import QueryResult
 __all__ = ["Readable", "checked_statement", "readable", "run_sandboxed"]
 
 _ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 # Errors in what the user wrote (exit 2); anything else is the store's or DuckDB's.
 _USER_ERRORS = (
     duckdb.ParserException,
@@ -75,9 +77,10 @@ def checked_statement(sql: str) -> str:
         raise UsageError(f"SQL: give one statement, not {len(statements)}")
     kind = statements[0].type
     if kind not in _ALLOWED:
-        raise UsageError(
-            f"SQL: only SELECT runs here (the store is read-only to SQL), not {kind.name}"
-        )
+        # The keyword as written: DuckDB's type of INSTALL is LOAD, of SHOW is PRAGMA.
+        words = _COMMENTS.sub(" ", statements[0].query).split()
+        said = words[0].upper() if words else kind.name
+        raise UsageError(f"SQL: only SELECT runs here (the store is read-only to SQL), not {said}")
     return sql
 
 

@@ -146,3 +146,18 @@ def test_sql_still_answers_and_binds(filled: Store) -> None:
     named = filled.query("SELECT $x + 1 AS y", {"x": 41})
     assert named.rows == [(42,)]
     assert filled.query("EXPLAIN SELECT 1").columns
+
+
+@pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        ("INSTALL httpfs", "INSTALL"),  # DuckDB's type of it is LOAD: it said "not LOAD"
+        ("-- why\n/* not */ install httpfs", "INSTALL"),
+        ("COPY (SELECT 1) TO 'x.csv'", "COPY"),
+        ("CHECKPOINT", "CHECKPOINT"),
+    ],
+)
+def test_a_refusal_names_the_statement_as_written(filled: Store, sql: str, said: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        filled.query(sql)
+    assert str(refused.value).endswith(f"read-only to SQL), not {said}")
