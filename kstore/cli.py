@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import os
-import signal
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -17,6 +16,7 @@ from kstore._errors import KstoreError, UsageError
 from kstore._extras import missing_extra
 from kstore._gc import uncollected_to_exit
 from kstore._lazy import one_blas_thread, without_pandas
+from kstore.commands._stop import interrupted_says
 
 __all__ = ["app", "main", "store_first"]
 
@@ -704,20 +704,16 @@ quarter of a second of every command's start-up."""
 
 def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""
-    ctrl_c = []
-
-    def interrupt(_signum: int, _frame: object) -> None:
-        ctrl_c.append(True)
-        raise KeyboardInterrupt
-
-    # A Ctrl-C that a library turned into another error (one that lands in an import
-    # becomes "partially initialized module") is still reported as the interruption.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, interrupt)
     args = store_first(sys.argv[1:])
     name = _command(args)
     try:
-        with one_blas_thread(), nullcontext() if name in _WITH_PANDAS else without_pandas():
+        # A Ctrl-C that a library turned into another error (one that lands in an import
+        # becomes "partially initialized module") is still reported as the interruption.
+        with (
+            interrupted_says("interrupted"),
+            one_blas_thread(),
+            nullcontext() if name in _WITH_PANDAS else without_pandas(),
+        ):
             result = _app_for(name)(args=args, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -730,8 +726,6 @@ def main() -> None:
     except TyperException as exc:  # usage errors: unknown option, bad value ...
         _fail(exc.format_message().replace("\n", " "), 2)
     except Exception as exc:
-        if ctrl_c:
-            _fail("interrupted", 130)
         if (hint := missing_extra(exc)) is not None:
             _fail(hint, 2)
         if os.environ.get("KSTORE_DEBUG"):
