@@ -40,7 +40,9 @@ ctx_state = _Context()
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"kstore: error: {message}", err=True)
+    # An interruption (130) is the user's stop, not a failure: no "error:" before it.
+    said = "kstore: " if code == 130 else "kstore: error: "
+    typer.echo(f"{said}{message}", err=True)
     sys.exit(code)
 
 

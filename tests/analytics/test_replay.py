@@ -318,6 +318,7 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
             proc.wait()
     assert proc.returncode == 130, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("kstore: replay interrupted after "), err  # a stop, no "error:"
     at_stop = _stored_events(store, stream)
     assert 0 < at_stop < len(expected)
     # the line counts source events as the progress bar does, and the replay's stored

@@ -112,8 +112,8 @@ def _kill_part_way(db: Path, sig: signal.Signals, total: int) -> int | None:
         if sig == signal.SIGINT:
             at_stop = _version(db)
             assert at_kill <= at_stop <= total
-            (line,) = [x for x in err.splitlines() if x.startswith("kstore: error:")]
-            assert line.startswith("kstore: error: simulation interrupted at "), line
+            (line,) = [x for x in err.splitlines() if x.startswith("kstore: ")]
+            assert line.startswith("kstore: simulation interrupted at "), line
             assert f": {at_stop:,} events stored in timeline {STREAM.timeline!r}; " in line
             assert "; resume with the same command: kstore " in line
             return at_stop if at_stop < total else None

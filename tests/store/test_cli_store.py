@@ -332,7 +332,7 @@ def test_ctrl_c_a_library_turns_into_another_error_is_an_interruption(tmp_path: 
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    assert (done.returncode, done.stderr) == (130, "kstore: error: interrupted\n")
+    assert (done.returncode, done.stderr) == (130, "kstore: interrupted\n")
     # Where SIGINT is ignored (a shell's background job), it stays ignored.
     ignored = subprocess.run(
         [sys.executable, "-c", code.replace("signal.pause()", "pass")],
@@ -535,7 +535,7 @@ def test_ctrl_c_of_append_and_rebuild_says_what_is_stored(tmp_path: Path) -> Non
     before = run_process(store, "events", "--format", "jsonl").stdout
     done = _interrupted_inside(store, "_write_batch", "append", str(second))
     assert done.returncode == 130
-    assert done.stderr.startswith("kstore: error: interrupted while storing (one transaction")
+    assert done.stderr.startswith("kstore: interrupted while storing (one transaction")
     assert done.stderr.count("\n") == 1 and "run the same command again" in done.stderr
     assert run_process(store, "events", "--format", "jsonl").stdout == before
 
@@ -544,7 +544,7 @@ def test_ctrl_c_of_append_and_rebuild_says_what_is_stored(tmp_path: Path) -> Non
     done = _interrupted_inside(store, "_store_rows", "rebuild")
     assert (done.returncode, done.stderr) == (
         130,
-        "kstore: error: interrupted: the projections are as they were (the rebuild is one "
+        "kstore: interrupted: the projections are as they were (the rebuild is one "
         "transaction, undone unless it had just committed); run kstore rebuild again\n",
     )
     assert run_process(store, "sql", rows, "--format", "csv").stdout == counted
