@@ -421,9 +421,13 @@ class ClassicGroupSim(GroupSim):
         # Every member of every rebalance passes through here: ``next_tick`` and
         # ``connected`` inline (a phase is less than the interval: the first tick at or
         # after ``now`` is ``now`` plus the phase's distance from it, modulo the interval).
+        # Each rejoin is numbered and made a pending key here, in the same pass
+        # (``schedule_made``): the queue's items made at once.
         now, interval, poll = self.now, self.heartbeat_interval(), self.settings.poll_ms
         clients = self.member_clients
-        entries = []
+        seq, live = self.queue.numbering()
+        items: list[tuple[int, int, str, tuple[Client, int]]] = []
+        append = items.append
         for member_id in member_ids:
             if member_id in joined:
                 continue
@@ -431,8 +435,11 @@ class ClassicGroupSim(GroupSim):
             if c is not None and c.alive and now >= c.cut_until:
                 tick = now + (c.phase - now) % interval
                 busy = c.busy_until
-                entries.append(((tick if tick > busy else busy) + poll, c.rejoin_key, (c, c.life)))
-        self.queue.schedule_each(entries, self._rejoin_rebalancing)
+                seq += 1
+                key = c.rejoin_key
+                live[key] = seq
+                append(((tick if tick > busy else busy) + poll, seq, key, (c, c.life)))
+        self.queue.schedule_made(items, seq, self._rejoin_rebalancing)
 
     def _rejoin_rebalancing(self, due: Due[tuple[Client, int]]) -> None:
         self._rejoin_each(due, _REBALANCING)
@@ -450,38 +457,49 @@ class ClassicGroupSim(GroupSim):
                     break
             else:
                 return
-        taken = due.take()
-        parked = self._park_each(taken)
-        if parked < len(taken):
-            due.keep(parked + 1)
-            _, _, _, (client, life) = taken[parked]
+        rest = self._park_each(due)
+        if rest is not None:
+            client, life = rest
             self._rejoin(client, life, client_reason)
 
-    def _park_each(self, taken: list[tuple[int, int, str, tuple[Client, int]]]) -> int:
-        """The join phase's common case in one pass: each rejoin of ``taken`` in turn
-        whose member waits in JoinGroup for the others (an eager one lets go of all it
-        holds first), up to one that does more (its member is gone, or the join
-        completes with it): how many were handled."""
+    def _park_each(self, due: Due[tuple[Client, int]]) -> tuple[Client, int] | None:
+        """The join phase's common case in one pass over the due rejoins (each consumed
+        as it goes: ``Due.window``): each in turn whose member waits in JoinGroup for
+        the others (an eager one lets go of all it holds first), up to one that does
+        more (its member is gone, or the join completes with it), consumed and given
+        back for ``_rejoin``; ``None`` when every due one was handled."""
         members, awaiting = self.state.members, self.awaiting
         completes = self.previous_phase != EMPTY  # ``_maybe_complete``
         left = len(members) - len(awaiting)
         release = self.ledger.release_all if self.protocol_name == "eager" else None
-        for handled, (at, _, _, (client, life)) in enumerate(taken):
+        items, pos, stop, live = due.window()
+        last = None
+        for i in range(pos, stop):
+            at, seq, key, rejoin = items[i]
+            if live.get(key) != seq:
+                continue  # stale: its timer was reset or cancelled
+            del live[key]
+            last = at
+            client, life = rejoin
             if client.life != life or not client.alive or at < client.cut_until:
                 continue
             member_id = client.member_id
             if member_id not in members:  # ``None`` never is
-                return handled
+                due.consumed(i + 1, at)
+                return rejoin
             if member_id not in awaiting:
                 left -= 1
                 if not left and completes:
-                    return handled
+                    due.consumed(i + 1, at)
+                    return rejoin
                 awaiting.add(member_id)
             elif not left and completes:
-                return handled
+                due.consumed(i + 1, at)
+                return rejoin
             if release is not None:
                 release(member_id, at)
-        return len(taken)
+        due.consumed(stop, last)
+        return None
 
     def _rejoin(self, client: Client, life: int, client_reason: str) -> None:
         """A client's JoinGroup with its member id."""

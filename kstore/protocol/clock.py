@@ -72,6 +72,23 @@ class Due(Generic[T]):
             queue.now = taken[-1][0]
         return taken
 
+    def window(self) -> tuple[list[tuple[int, int, str, T]], int, int, dict[str, int]]:
+        """For a caller that goes through the due actions itself: the batch's items,
+        where the due ones lie (``items[pos:stop]``, stale ones among them: those whose
+        key is not pending with their number) and the pending keys. The caller drops
+        the key of each live item it consumes, then says where it stopped
+        (``consumed``); what it did not reach stays pending."""
+        queue, batch = self._queue, self._batch
+        items = batch.items
+        return items, batch.pos, queue._stop(items, self._until, queue._first()), queue._live
+
+    def consumed(self, end: int, at: int | None) -> None:
+        """The caller of ``window`` went through ``items[:end]``; ``at``: the last
+        consumed action's time, where the clock stands (``None``: none was)."""
+        self._batch.pos = end
+        if at is not None:
+            self._queue.now = at
+
     def keep(self, n: int) -> None:
         """Of what ``take`` gave, only the first ``n`` (at least one) are consumed: the
         others are pending again, the clock at the ``n``-th's time."""
@@ -132,6 +149,26 @@ class EventQueue:
             # By time alone: the sort is stable and the sequence numbers rise in list order.
             items.sort(key=_at)
             heapq.heappush(self._heap, (items[0][0], items[0][1], None, _Batch(items, run)))
+
+    def numbering(self) -> tuple[int, dict[str, int]]:
+        """For a caller that makes a batch's items itself (``schedule_made``): the last
+        sequence number given, and the pending keys (each with its live number)."""
+        return self._seq, self._live
+
+    def schedule_made(self, items: list[Item], seq: int, run: Callable[[Due[Any]], None]) -> None:
+        """``schedule_each`` of items the caller made in one pass of its own: each
+        ``(at, seq, key, arg)`` numbered in list order from ``numbering``'s number on,
+        its key given that number among the pending keys; ``seq`` is the last number
+        given (one pass over the members instead of two, for every rebalance)."""
+        self._seq = seq
+        if items:
+            items.sort(key=_at)
+            first = items[0]
+            if first[0] < self.now:
+                raise ValueError(
+                    f"cannot schedule {first[2]} at {first[0]} ms, before now ({self.now} ms)"
+                )
+            heapq.heappush(self._heap, (first[0], first[1], None, _Batch(items, run)))
 
     def cancel(self, key: str) -> None:
         self._live.pop(key, None)
