@@ -191,9 +191,12 @@ class Members:
         target: Path,
         workdir: Path,
         session_timeout_ms: int = 6000,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.args = [kind, broker.bootstrap, group, strategy]
         self.session_timeout_ms = session_timeout_ms
+        self.env = env or {}
+        """More environment for the member processes (their own, not this process's)."""
         self.broker = broker
         self.group = group
         self.strategy = strategy
@@ -222,6 +225,7 @@ class Members:
             **os.environ,
             "PYTHONPATH": str(ROOT),
             "KSTORE_TEST_SESSION_TIMEOUT_MS": str(self.session_timeout_ms),
+            **self.env,
         }
         return self._run(command, env, out, out.with_suffix(".log"))
 
@@ -634,25 +638,15 @@ def kafka_python_cooperative(broker: Broker, store: Store, workdir: Path) -> Non
         members.stop_all()
 
 
-def test_kafka_python_groups_recorded_by_their_leaders(broker: Broker, tmp_path: Path) -> None:
-    """Four groups at once: a crash, a topic gaining partitions, a subscription change,
-    a cooperative-sticky group; each recorded into a store of its own by its leader."""
-    scenarios = [
-        kafka_python_and_kcat,
-        kafka_python_growing_topic,
-        kafka_python_subscription_change,
-        kafka_python_cooperative,
-    ]
-    with ThreadPoolExecutor(len(scenarios)) as pool:
-        running = []
-        for scenario in scenarios:
-            workdir = tmp_path / scenario.__name__
-            workdir.mkdir()
-            store = Store(workdir / "kstore.duckdb")
-            store.init()
-            running.append(pool.submit(scenario, broker, store, workdir))
-        for future in running:
-            future.result()
+KAFKA_PYTHON_GROUPS = [
+    kafka_python_and_kcat,
+    kafka_python_growing_topic,
+    kafka_python_subscription_change,
+    kafka_python_cooperative,
+]
+"""Four kafka-python groups: a crash, a topic gaining partitions, a subscription
+change, a cooperative-sticky group; each recorded into a store of its own by its
+leader."""
 
 
 def confluent_family(
@@ -761,30 +755,28 @@ def replays_exactly(store: Store, events: list[Event]) -> str:
     )
 
 
-def test_three_client_families_recorded_live(broker: Broker, tmp_path: Path) -> None:
-    """confluent-kafka groups under range, roundrobin and cooperative-sticky (the last
-    also replayed and compared), at once with the kafka-python + kcat group of
-    ``test_kafka_python_groups_recorded_by_their_leaders``."""
-    jobs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
-        (confluent_family, ("range",)),
-        (confluent_family, ("roundrobin",)),
-        (librdkafka_group_replays_and_compares, ()),
-    ]
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        running = []
-        for index, (job, args) in enumerate(jobs):
-            workdir = tmp_path / f"{job.__name__}-{index}"
-            workdir.mkdir()
-            store = Store(workdir / "kstore.duckdb")
-            store.init()
-            running.append(pool.submit(job, broker, store, workdir, *args))
-        for future in running:
-            future.result()
+CONFLUENT_GROUPS: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+    (confluent_family, ("range",)),
+    (confluent_family, ("roundrobin",)),
+    (librdkafka_group_replays_and_compares, ()),
+]
+"""confluent-kafka groups under range, roundrobin and cooperative-sticky (the last also
+replayed and compared)."""
 
 
 SOAK_SECONDS = float(os.environ.get("KSTORE_SOAK_SECONDS", "60"))
 """How long the soak kills and restarts members (``make test``: 60 s; set 300 for five
 minutes)."""
+
+
+SOAK_MEMBERS_ENV = {
+    "KSTORE_TEST_RDKAFKA_DEBUG": "cgrp,assignor",
+    "KSTORE_TEST_LEADER_DECISIONS": "1",
+}
+"""The soaked members log librdkafka's ``cgrp`` and ``assignor`` debug contexts: their
+leaders' decisions are the oracle of who was in each generation; the listener reads
+them too (``RecordingListener.configure``), and the merge takes a member its leader did
+not name out of a generation."""
 
 
 def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str) -> None:
@@ -812,7 +804,9 @@ def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str)
     reports, topic = tmp_path / "reports", f"soak-{kind}"
     create_topic(broker, topic, 12)
     target = reports if kind == "confluent" else store.path
-    members = Members(kind, broker, f"soak-{kind}", strategy, target, tmp_path, 30_000)
+    members = Members(
+        kind, broker, f"soak-{kind}", strategy, target, tmp_path, 30_000, SOAK_MEMBERS_ENV
+    )
     kills = 0
     try:
         for _ in range(6):
@@ -860,24 +854,31 @@ SOAKS = {"confluent": "cooperative-sticky", "kafka-python": "range"}
 """The families soaked, with their strategies (``KSTORE_SOAK_FAMILIES=a,b``: a choice)."""
 
 
-def test_soak_six_members_killed_and_restarted_no_generation_missed_or_invented(
-    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``soak`` for each family, at once on the one broker (each its own group, topic and
-    store). confluent-kafka members log librdkafka's ``cgrp`` and ``assignor`` debug
-    contexts: their leaders' decisions are the oracle of who was in each generation; the
-    listener reads them too (``RecordingListener.configure``), and the merge takes a
-    member its leader did not name out of a generation."""
-    monkeypatch.setenv("KSTORE_TEST_RDKAFKA_DEBUG", "cgrp,assignor")
-    monkeypatch.setenv("KSTORE_TEST_LEADER_DECISIONS", "1")
+def test_live_groups_of_every_family_at_once_and_a_soak(broker: Broker, tmp_path: Path) -> None:
+    """On the one broker at once, each group its own topic and store: the four
+    kafka-python groups (``KAFKA_PYTHON_GROUPS``), the three confluent-kafka groups
+    (``CONFLUENT_GROUPS``) and ``soak`` for each family (``SOAKS``; the soaked members
+    with ``SOAK_MEMBERS_ENV``). Three tests one after the other before (35, 67 and some
+    100 s at load 5), each already running its groups at once; the broker's groups are
+    apart from each other (a group, a topic, a store each), so the seven short groups
+    run inside the soak's wall time, and each still asserts all it did alone."""
+    jobs: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
     kinds = os.environ.get("KSTORE_SOAK_FAMILIES", ",".join(SOAKS)).split(",")
-    with ThreadPoolExecutor(len(kinds)) as pool:
-        running = []
-        for kind in kinds:
-            workdir = tmp_path / kind
+    jobs += [(f"soak-{kind}", soak, (kind, SOAKS[kind])) for kind in kinds if kind]
+    jobs += [(scenario.__name__, scenario, ()) for scenario in KAFKA_PYTHON_GROUPS]
+    jobs += [
+        (f"{job.__name__}-{index}", job, args) for index, (job, args) in enumerate(CONFLUENT_GROUPS)
+    ]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        running = {}
+        for name, job, args in jobs:
+            workdir = tmp_path / name
             workdir.mkdir()
             store = Store(workdir / "kstore.duckdb")
             store.init()
-            running.append(pool.submit(soak, broker, store, workdir, kind, SOAKS[kind]))
-        for future in running:
-            future.result()
+            running[name] = pool.submit(job, broker, store, workdir, *args)
+        failed = {name: future.exception() for name, future in running.items()}
+    failed = {name: error for name, error in failed.items() if error is not None}
+    if failed:
+        name, error = next(iter(failed.items()))
+        raise AssertionError(f"{sorted(failed)} failed; {name}: {error}") from error
