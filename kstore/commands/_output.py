@@ -16,7 +16,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kstore._errors import UsageError
+from kstore.model.events import format_time
 
 if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn
@@ -47,9 +48,8 @@ def plain(value: Any) -> Any:
     """A JSON/CSV value: times in ISO-8601 (UTC, ``Z``), decimals as numbers, a BLOB as
     DuckDB writes it as text, an interval or UUID as its text; lists, structs and maps
     of them too (a struct holding a time, or a BLOB, failed ``--format json``)."""
-    if isinstance(value, datetime):
-        text = value.isoformat()
-        return text + "Z" if value.tzinfo is None else text.replace("+00:00", "Z")
+    if isinstance(value, datetime):  # DuckDB's TIMESTAMP is naive UTC
+        return format_time(value if value.tzinfo else value.replace(tzinfo=UTC))
     if isinstance(value, date | time):
         return value.isoformat()
     if isinstance(value, Decimal):

@@ -173,3 +173,21 @@ def test_every_type_duckdb_answers_prints_in_every_format(filled: Path) -> None:
     assert row["b"] == as_duckdb and json.loads(row["s"]) == record["s"], out.stderr
     out = _kstore(filled, "sql", sql, "--format", "table")
     assert out.returncode == 0 and as_duckdb in out.stdout, out.stderr
+
+
+def test_times_print_as_the_events_do(filled: Path) -> None:
+    # `streams` and `query metrics` printed 2026-01-01T01:39:27.820000Z where `events`
+    # prints the same time 2026-01-01T01:39:27.820Z: one rule (format_time) for both.
+    sql = (
+        "SELECT TIMESTAMP '2026-01-01 01:39:27.82' AS ms, TIMESTAMP '2026-01-01 00:00:01' AS s,"
+        " TIMESTAMP '2026-01-01 00:00:01.000001' AS us, [TIMESTAMP '2026-01-01 00:00:00.5'] AS l"
+    )
+    out = _kstore(filled, "sql", sql, "--format", "jsonl")
+    assert json.loads(out.stdout) == {
+        "ms": "2026-01-01T01:39:27.820Z",
+        "s": "2026-01-01T00:00:01Z",
+        "us": "2026-01-01T00:00:01.000001Z",
+        "l": ["2026-01-01T00:00:00.500Z"],
+    }, out.stderr
+    out = _kstore(filled, "sql", sql, "--format", "csv")
+    assert out.stdout.splitlines()[1].startswith("2026-01-01T01:39:27.820Z,"), out.stdout
