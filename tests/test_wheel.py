@@ -24,7 +24,10 @@ from kstore._extras import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow
+# One worker runs both tests, so the module's wheel and virtualenv are made once: under
+# ``--dist loadgroup`` the two ran in both workers at once, each building its own, at
+# the suite's end.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 # Not linked into the new environment: kstore (it must come from the wheel) and the extras.
 _LEFT_OUT = ("kstore", "__editable__", *EXTRAS, "kafka_python")
