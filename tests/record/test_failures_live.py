@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ import pytest
 from kstore.store.log import Store
 from tests.broker import Broker, free_port
 from tests.record.test_offsets_events import CLASSIC
+from tests.store._stores import initialised_store
 
 pytestmark = [pytest.mark.broker, pytest.mark.xdist_group("broker")]
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,13 +71,25 @@ def test_a_bad_setting_is_one_line_exit_2_at_once(
     assert took < 10
 
 
-@pytest.mark.parametrize("recorder", [["poll", "--all-groups"], ["offsets", "--all-groups"]])
-def test_a_broker_down_is_retried_then_given_up_with_the_summary(
-    store: Store, recorder: list[str]
-) -> None:
+def test_a_broker_down_is_retried_then_given_up_with_the_summary(tmp_path: Path) -> None:
+    """Both recorders at once, each with a store and a dead port of its own: each spends
+    its ~10 s waiting out its retry's back-off (one recorder a test before, one after
+    the other)."""
+    recorders = [["poll", "--all-groups"], ["offsets", "--all-groups"]]
+    stores = [initialised_store(tmp_path / f"{r[0]}.duckdb") for r in recorders]
+    with ThreadPoolExecutor(len(recorders)) as pool:
+        for done in pool.map(_given_up, stores, recorders):
+            _assert_given_up(done)
+
+
+def _given_up(store: Store, recorder: list[str]) -> subprocess.CompletedProcess[str]:
     command = kstore(store, *recorder, "--bootstrap-server", f"127.0.0.1:{free_port()}")
     done, _ = run([*command, "--max-retries", "1"], timeout=90)
-    assert done.returncode == 1, done.stderr
+    return done
+
+
+def _assert_given_up(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 1, (done.args, done.stderr)
     assert "Traceback" not in done.stderr
     retries = [line for line in done.stderr.splitlines() if "retry 1 of 1" in line]
     assert len(retries) == 1 and "broker unavailable" in retries[0]
