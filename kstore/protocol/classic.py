@@ -50,7 +50,7 @@ from kstore.model.events import (
 from kstore.model.fold import GroupState
 from kstore.model.strategies import protocol_of
 from kstore.protocol.clock import Due
-from kstore.protocol.group import Client, GroupSim
+from kstore.protocol.group import Client, GroupSim, MemberSpec
 from kstore.protocol.settings import ProtocolSettings
 
 __all__ = ["ClassicGroupSim", "select_protocol"]
@@ -631,6 +631,50 @@ class ClassicGroupSim(GroupSim):
 
     def on_start(self, client: Client) -> None:
         self._join_new(client)
+
+    def start_each(self, specs: Sequence[MemberSpec]) -> None:
+        """``start_client`` of each spec in turn (a scale step's dozens of new members):
+        one that only joins the join phase in progress as a new dynamic member (the
+        common case once the first has started it) in this loop, ``start_client`` and
+        ``_join_new`` inline, the others by ``start_client``.
+
+        In the loop, the protocol check (``_supports``) is made once for a run of
+        members with the same protocol list: a member with list L joins only where
+        some protocol of L is named by every member, and adding a member with L (no
+        name twice in it) keeps that so; the reason a join gives is made only where
+        it starts a rebalance, which in a join phase it does not."""
+        clients, running, rng = self.clients, self._running, self.rng
+        interval = self.heartbeat_interval()
+        supported: tuple[str, ...] | None = None
+        for spec in specs:
+            if (
+                self.phase != PREPARING
+                or not self.state.members
+                or spec.instance_id is not None
+                or spec.name in clients
+            ):
+                supported = None
+                self.start_client(spec)
+                continue
+            protocols = spec.protocols
+            if protocols != supported:
+                if not self._supports(protocols):
+                    supported = None
+                    self.start_client(spec)  # refused, as there
+                    continue
+                supported = protocols if len(set(protocols)) == len(protocols) else None
+            # ``start_client`` of a client never started before.
+            client = clients[spec.name] = Client(spec, index=len(clients))
+            client.alive = True
+            client.life += 1
+            running[spec.name] = client.index
+            client.busy_until = self.now
+            client.phase = rng.randrange(interval)
+            # ``_join_new``: no static member to replace, nothing held to let go of.
+            self._add_member(client)
+            if self.previous_phase == EMPTY:
+                self.new_member_added = True
+            self._maybe_complete()  # ``_maybe_rebalance`` in a join phase
 
     def on_stop(self, client: Client, *, clean: bool) -> None:
         member_id = client.member_id

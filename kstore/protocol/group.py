@@ -247,6 +247,11 @@ class GroupSim:
         client.phase = self.rng.randrange(self.heartbeat_interval())
         self.on_start(client)
 
+    def start_each(self, specs: Sequence[MemberSpec]) -> None:
+        """``start_client`` of each spec in turn (a scale step's new members)."""
+        for spec in specs:
+            self.start_client(spec)
+
     def stop_client(self, name: str, *, clean: bool) -> None:
         """The process ends: ``clean`` closes the consumer (LeaveGroup), else it dies."""
         client = self.client(name)

@@ -209,8 +209,7 @@ class _Driver:
                 self.sim.stop_client(name, clean=True)
             return
         template = self.template.model_copy(update={"name": None, "count": target - len(alive)})
-        for spec in _specs(template, self.scenario.default_strategy, self.spawned):
-            self.sim.start_client(spec)
+        self.sim.start_each(_specs(template, self.scenario.default_strategy, self.spawned))
         self.spawned += template.count
 
 

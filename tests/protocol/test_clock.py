@@ -10,10 +10,14 @@ import pytest
 from kstore.protocol.clock import Due, EventQueue
 
 
-def _log_run(seed: int, batched: bool, taken: bool = False) -> list[tuple[int, str]]:
+def _log_run(
+    seed: int, batched: bool, taken: bool = False, windowed: bool = False
+) -> list[tuple[int, str]]:
     """Timers at random times, some of them rescheduling or cancelling others or adding
     new ones that come first; ``batched``: the ``b*`` timers through ``schedule_each``,
-    ``taken``: their runs taken at once, those that change nothing logged in one pass."""
+    ``taken``: their runs taken at once, those that change nothing logged in one pass;
+    ``windowed``: the ``b*`` timers made by the caller (``numbering``, ``schedule_made``)
+    and their runs gone through by it (``window``, ``consumed``)."""
     rng = random.Random(seed)
     queue = EventQueue()
     log: list[tuple[int, str]] = []
@@ -35,7 +39,34 @@ def _log_run(seed: int, batched: bool, taken: bool = False) -> list[tuple[int, s
     for i in range(10):
         queue.schedule(rng.randrange(0, 30), f"o{i}", lambda i=i: act(f"o{i}"))  # type: ignore[misc]
     entries = [(rng.randrange(0, 30), f"b{i}", f"b{i}") for i in range(20)]
-    if taken:
+    if windowed:
+
+        def run(due: Due[str]) -> None:
+            items, pos, stop, live = due.window()
+            last = None
+            for i in range(pos, stop):
+                at, seq, key, name = items[i]
+                if live.get(key) != seq:
+                    continue
+                del live[key]
+                last = at
+                roll = rng.random()
+                if roll < 0.2:  # it changes what is due: the rest wait for a later run
+                    due.consumed(i + 1, at)
+                    log.append((queue.now, name))
+                    changes(roll)
+                    return
+                log.append((at, name))
+            due.consumed(stop, last)
+
+        seq, live = queue.numbering()
+        made = []
+        for at, key, name in entries:
+            seq += 1
+            live[key] = seq
+            made.append((at, seq, key, name))
+        queue.schedule_made(made, seq, run)
+    elif taken:
 
         def run(due: Due[str]) -> None:
             items = due.take()
@@ -72,6 +103,7 @@ def test_a_batch_runs_as_separate_timers_would(seed: int) -> None:
     alone = _log_run(seed, batched=False)
     assert _log_run(seed, batched=True) == alone
     assert _log_run(seed, batched=True, taken=True) == alone
+    assert _log_run(seed, batched=True, windowed=True) == alone
 
 
 def test_what_a_run_does_not_take_runs_later() -> None:
