@@ -94,6 +94,20 @@ def _topic(value: Any) -> Any:
     )
 
 
+def _each_once(protocols: list[str] | None) -> list[str] | None:
+    """A member's assignors name each protocol once: Kafka's consumer refuses one named
+    twice when it starts (``ConsumerPartitionAssignor.getAssignorInstances``), and the
+    coordinator's vote would find no protocol every member supports."""
+    if protocols is not None:
+        twice = sorted({p for p in protocols if protocols.count(p) > 1})
+        if twice:
+            raise ValueError(
+                f"{', '.join(twice)} listed twice: Kafka's consumer refuses it (the assignor "
+                "name is used in more than one assignor)"
+            )
+    return protocols
+
+
 class MemberGroup(_Model):
     """One member, or ``count`` alike ones named ``{prefix}{index}``."""
 
@@ -108,6 +122,8 @@ class MemberGroup(_Model):
     """Racks handed out in turn to the members of a ``count``."""
     static: bool = False
     """Static members (KIP-345): ``group.instance.id`` = the member's name."""
+
+    _protocols_once = field_validator("protocols")(_each_once)
 
     @model_validator(mode="after")
     def _one_name(self) -> MemberGroup:
@@ -151,6 +167,8 @@ class JoinAction(_Model):
     protocols: list[str] | None = None
     rack: str | None = None
     static: bool = False
+
+    _protocols_once = field_validator("protocols")(_each_once)
 
 
 ACTIONS = (

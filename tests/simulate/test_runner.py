@@ -51,6 +51,14 @@ def test_errors_name_the_line() -> None:
         parse_scenario(
             "name: x\nstrategy: uniform\ntopics: {t: 1}\nmembers: [{topics: [t]}]\n", "s.yaml"
         )
+    # a member naming one assignor twice ended the run in the vote (StopIteration)
+    twice = "name: x\ntopics: {t: 1}\nmembers:\n  - topics: [t]\n    protocols: [range, range]\n"
+    with pytest.raises(ScenarioError, match=r"^s.yaml:5: members\[0\].protocols: .*range listed"):
+        parse_scenario(twice, "s.yaml")
+    join = "name: x\ntopics: {t: 1}\nmembers: [{topics: [t]}]\nsteps:\n  - at: 1s\n"
+    join += "    join: {name: j, topics: [t], protocols: [sticky, range, sticky]}\n"
+    with pytest.raises(ScenarioError, match=r"^s.yaml:6: steps\[0\].join.protocols: .*sticky"):
+        parse_scenario(join, "s.yaml")
     # a name no protocol knows was said not to go with the protocol; now the nearest names
     with pytest.raises(ScenarioError, match=r"s.yaml:2: .*unknown strategy 'stiky' .*sticky\?"):
         parse_scenario(
