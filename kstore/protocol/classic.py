@@ -484,18 +484,12 @@ class ClassicGroupSim(GroupSim):
             if client.life != life or not client.alive or at < client.cut_until:
                 continue
             member_id = client.member_id
-            if member_id not in members:  # ``None`` never is
-                due.consumed(i + 1, at)
-                return rejoin
-            if member_id not in awaiting:
+            if member_id in members and member_id not in awaiting:  # ``None`` never is
                 left -= 1
-                if not left and completes:
-                    due.consumed(i + 1, at)
-                    return rejoin
-                awaiting.add(member_id)
-            elif not left and completes:
+            if member_id not in members or (not left and completes):
                 due.consumed(i + 1, at)
                 return rejoin
+            awaiting.add(member_id)
             if release is not None:
                 release(member_id, at)
         due.consumed(stop, last)

@@ -145,10 +145,7 @@ class EventQueue:
             self._seq = seq = self._seq + 1
             live[key] = seq
             append((at, seq, key, arg))
-        if items:
-            # By time alone: the sort is stable and the sequence numbers rise in list order.
-            items.sort(key=_at)
-            heapq.heappush(self._heap, (items[0][0], items[0][1], None, _Batch(items, run)))
+        self.schedule_made(items, self._seq, run)
 
     def numbering(self) -> tuple[int, dict[str, int]]:
         """For a caller that makes a batch's items itself (``schedule_made``): the last
@@ -162,6 +159,7 @@ class EventQueue:
         given (one pass over the members instead of two, for every rebalance)."""
         self._seq = seq
         if items:
+            # By time alone: the sort is stable and the sequence numbers rise in list order.
             items.sort(key=_at)
             first = items[0]
             if first[0] < self.now:

@@ -436,6 +436,23 @@ def _apart_streams(of: Sequence[StreamId], streams: Sequence[StreamId]) -> set[S
     return apart
 
 
+def _project(
+    projector: Projector,
+    head: StreamHead,
+    event: Event,
+    at_utc: datetime,
+    records: Mapping[str, Applied] | None,
+) -> None:
+    """``event``'s rows: folded here, or, where its producer handed its fold over
+    (``records``), from what the fold recorded (an event it records nothing of has none)."""
+    if records is None:
+        projector.feed(head, event, at_utc)
+    else:
+        applied = records.get(event.event_id)
+        if applied is not None:
+            projector.project(head, event, at_utc, applied)
+
+
 def _projected_apart(
     events: Sequence[tuple[Event, StreamId]],
     heads: Mapping[StreamId, StreamHead],
@@ -449,13 +466,7 @@ def _projected_apart(
         head = mine.get(stream)
         if head is None:
             head = mine[stream] = heads[stream]
-        records = handed.get(stream)
-        if records is None:
-            projector.feed(head, event, _utc(event.at)[0])
-        else:
-            applied = records.get(event.event_id)
-            if applied is not None:
-                projector.project(head, event, _utc(event.at)[0], applied)
+        _project(projector, head, event, _utc(event.at)[0], handed.get(stream))
         texts.append(projector.data_json(event))
     tables = {table: projector.arrow(table) for table in PROJECTED}
     return _Part(tables, projector.spans(), mine, texts)
@@ -801,14 +812,7 @@ class Store:
                 position += 1
                 at_utc, offset = _utc(event.at)
                 if stream not in apart:
-                    head = heads[stream]
-                    records = handed.get(stream)
-                    if records is None:
-                        projector.feed(head, event, at_utc)
-                    else:
-                        applied = records.get(event.event_id)
-                        if applied is not None:
-                            projector.project(head, event, at_utc, applied)
+                    _project(projector, heads[stream], event, at_utc, handed.get(stream))
                     texts.append(projector.data_json(event))
                 version[stream] += 1
                 data = event.data

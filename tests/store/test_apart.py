@@ -79,52 +79,45 @@ _GROUPS = st.tuples(*(streams(max_size=30, group=f"g{i}") for i in range(4)))
 _CUTS = st.lists(st.integers(1, 120), max_size=3)
 
 
+def _append_folded(writer: Writer, batches: list[list[Event]]) -> None:
+    """The batches through ``writer``, each event with its producer's fold handed over."""
+    folds = {e.stream: writer.fold() for batch in batches for e in batch}
+    for batch in batches:
+        for event in batch:
+            folds[event.stream].apply(event)
+            writer.add([event], fold=folds[event.stream])
+        writer.flush()
+
+
 @_SETTINGS
 @given(groups=_GROUPS, cuts=_CUTS)
+@pytest.mark.parametrize("handed", [False, True], ids=["store-folds", "producer-folds"])
 def test_projected_apart_the_store_is_the_same(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
+    handed: bool,
     groups: tuple[list[Event], ...],
     cuts: list[int],
 ) -> None:
+    """Every batch of two streams or more projected apart, the store as one process makes
+    it: where the store folds the events, and where their producer hands its folds over."""
     folder = tmp_path_factory.mktemp("apart")
     batches = _batches(_interleaved(list(groups)), cuts)
     one, two = fresh_store(folder / "one.duckdb"), fresh_store(folder / "two.duckdb")
     for batch in batches:
         one.append(batch)
     with _apart(monkeypatch) as made:
-        for batch in batches:
-            two.append(batch)
+        if handed:
+            _append_folded(Writer(two, batch_events=None), batches)
+        else:
+            for batch in batches:
+                two.append(batch)
     assert len(made) == sum(len({e.stream for e in batch}) > 1 for batch in batches)
     assert _contents(two) == _contents(one)
-    for stream in {e.stream for batch in batches for e in batch}:
-        # the heads the copy made, kept by the store, and read again
-        assert two.state(stream) == Store(two.path).state(stream) == one.state(stream)
-
-
-@_SETTINGS
-@given(groups=_GROUPS, cuts=_CUTS)
-def test_producers_folds_projected_apart_the_store_is_the_same(
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-    groups: tuple[list[Event], ...],
-    cuts: list[int],
-) -> None:
-    folder = tmp_path_factory.mktemp("apart")
-    batches = _batches(_interleaved(list(groups)), cuts)
-    plain, handed = fresh_store(folder / "plain.duckdb"), fresh_store(folder / "handed.duckdb")
-    for batch in batches:
-        plain.append(batch)
-    writer = Writer(handed, batch_events=None)
-    folds = {e.stream: writer.fold() for batch in batches for e in batch}
-    with _apart(monkeypatch) as made:
-        for batch in batches:
-            for event in batch:
-                folds[event.stream].apply(event)
-                writer.add([event], fold=folds[event.stream])
-            writer.flush()
-    assert len(made) == sum(len({e.stream for e in batch}) > 1 for batch in batches)
-    assert _contents(handed) == _contents(plain)
+    if not handed:
+        for stream in {e.stream for batch in batches for e in batch}:
+            # the heads the copy made, kept by the store, and read again
+            assert two.state(stream) == Store(two.path).state(stream) == one.state(stream)
 
 
 def _fails() -> None:
