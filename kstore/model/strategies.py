@@ -97,10 +97,11 @@ class UnknownStrategy(UsageError):
 
 
 def unknown_strategy(name: str, known: tuple[str, ...] | list[str]) -> str:
-    """The one line for a strategy name not in ``known``: every known one, the nearest said."""
-    near = nearest(name, known)
-    hint = f"; did you mean {', '.join(near)}?" if near else ""
-    return f"unknown strategy {name!r} (known: {', '.join(known)}){hint}"
+    """The one line for a strategy name not in ``known``: the nearest ones, else every
+    known one (the list of 14 before the nearest buried it, and wrapped a terminal)."""
+    if near := nearest(name, known):
+        return f"unknown strategy {name!r}; did you mean {', '.join(near)}?"
+    return f"unknown strategy {name!r} (known: {', '.join(known)})"
 
 
 def strategy(name: str) -> Strategy:

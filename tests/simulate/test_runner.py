@@ -60,7 +60,9 @@ def test_errors_name_the_line() -> None:
     with pytest.raises(ScenarioError, match=r"^s.yaml:6: steps\[0\].join.protocols: .*sticky"):
         parse_scenario(join, "s.yaml")
     # a name no protocol knows was said not to go with the protocol; now the nearest names
-    with pytest.raises(ScenarioError, match=r"s.yaml:2: .*unknown strategy 'stiky' .*sticky\?"):
+    with pytest.raises(
+        ScenarioError, match=r"s.yaml:2: .*unknown strategy 'stiky'; did you mean sticky\?"
+    ):
         parse_scenario(
             "name: x\nstrategy: stiky\ntopics: {t: 1}\nmembers: [{topics: [t]}]\n", "s.yaml"
         )
@@ -72,8 +74,7 @@ def test_simulate_names_an_unknown_strategy_as_unknown(tmp_path: Path) -> None:
     done = subprocess.run([*command, "stiky"], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "kstore: error: --strategy: unknown strategy 'stiky' (known: range, roundrobin, "
-        "sticky, cooperative-sticky); did you mean sticky?\n"
+        "kstore: error: --strategy: unknown strategy 'stiky'; did you mean sticky?\n"
     )
     done = subprocess.run([*command, "uniform"], capture_output=True, text=True)
     assert done.returncode == 2 and "strategy uniform does not go with protocol eager" in (
