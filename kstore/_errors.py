@@ -11,6 +11,7 @@ __all__ = [
     "Interrupted",
     "KstoreError",
     "UsageError",
+    "did_you_mean",
     "field_path",
     "invalid_field",
     "known_hint",
@@ -70,11 +71,17 @@ def nearest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     return near + [k for k in names if k.startswith(name) and k not in near][: n - len(near)]
 
 
+def did_you_mean(near: list[str]) -> str:
+    """``did you mean a?``, ``did you mean a or b?``, ``did you mean a, b or c?``"""
+    said = near[-1] if len(near) == 1 else f"{', '.join(near[:-1])} or {near[-1]}"
+    return f"did you mean {said}?"
+
+
 def known_hint(name: str, known: Iterable[str]) -> str:
     """What to say after "no such NAME": the nearest known names, or all when few."""
     names = sorted(set(known))
     if near := nearest(name, names):
-        return f"; did you mean {', '.join(near)}?"
+        return f"; {did_you_mean(near)}"
     if names and len(names) <= 8:
         return f" (known: {', '.join(names)})"
     if names:

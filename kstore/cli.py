@@ -88,7 +88,7 @@ def assign_cmd(
         str, typer.Argument(help="Request file (JSON or JSON Lines), or - for stdin.")
     ] = "-",
 ) -> None:
-    """Answer assignment requests (docs/spec/assignment-contract.md)."""
+    """Answer assignment requests (the contract: kstore docs assignment-contract)."""
     from kstore.commands.assign import assign_requests
 
     assign_requests(file)
@@ -142,7 +142,7 @@ def init_cmd() -> None:
 def append_cmd(
     file: Annotated[str, typer.Argument(help="Events as JSON Lines, or - for stdin.")] = "-",
 ) -> None:
-    """Append events (docs/spec/events.md); a malformed line stores nothing."""
+    """Append events (their form: kstore docs events); a malformed line stores nothing."""
     with uncollected_to_exit():
         from kstore.commands.store import append_events
 
@@ -158,7 +158,7 @@ def events_cmd(
     until: Annotated[str | None, typer.Option("--until", help="Up to this time.")] = None,
     output: Annotated[str, typer.Option("--format", help="jsonl, json, table or csv.")] = "jsonl",
 ) -> None:
-    """Stored events in log order (jsonl and json: the form of events.md)."""
+    """Stored events in log order (jsonl and json: the form of kstore docs events)."""
     from kstore.commands.store import print_events
 
     print_events(
@@ -303,7 +303,7 @@ def query_cmd(
 
 @app.command("sql")
 def sql_cmd(
-    sql: Annotated[str, typer.Argument(help="SQL over the store's views (docs/analytics.md).")],
+    sql: Annotated[str, typer.Argument(help="SQL over the store's views (kstore docs analytics).")],
     output: _FormatOpt = "table",
     read: Annotated[
         list[Path] | None,
@@ -569,7 +569,8 @@ def record_merge_cmd(
 # --- spark (kstore/spark) --------------------------------------------------------------
 
 spark_app = typer.Typer(
-    help="The pipeline on Spark: ingest dumps, replay and metrics over Parquet (docs/spark.md).",
+    help="The pipeline on Spark: ingest dumps, replay and metrics over Parquet "
+    "(kstore docs spark).",
     no_args_is_help=True,
 )
 app.add_typer(spark_app, name="spark")
@@ -649,6 +650,25 @@ def spark_metrics_cmd(
     from kstore.commands.spark import spark_metrics
 
     spark_metrics(folders, out, window, _master(master), conf or [])
+
+
+# --- documentation (docs/, shipped in the package) ----------------------------------------
+
+
+@app.command("docs")
+def docs_cmd(
+    topic: Annotated[
+        str | None, typer.Argument(help="A topic, e.g. metrics (without one: the list).")
+    ] = None,
+    output: _FormatOpt = "table",
+) -> None:
+    """Read kstore's documentation (the specs, the guides) where kstore is installed."""
+    from kstore.commands.docs import list_docs, print_doc
+
+    if topic is None:
+        list_docs(output)
+    else:
+        print_doc(topic)
 
 
 def store_first(args: list[str]) -> list[str]:

@@ -108,7 +108,7 @@ def story(console: Console) -> None:
         done = replay(store, group=group, cluster=cluster, strategy=strategy)
         timelines.append(done.stream.timeline)
         console.print(
-            f"replay with {strategy}: {done.rebalances} rebalances "
+            f"replay with {strategy}: {done.rebalances:,} rebalances "
             f"({done.follow_ups} cooperative follow-ups) -> {done.stream.timeline}"
         )
     console.rule(f"compare ({cluster}/{group})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kstore._errors import did_you_mean
 from kstore.assignors import strategies
 from kstore.model.strategies import (
     CATALOGUE,
@@ -35,6 +36,14 @@ def test_each_strategy_states_its_protocol(name: str, protocol: str) -> None:
 def test_an_unknown_name_is_an_error_with_the_nearest_names() -> None:
     with pytest.raises(UnknownStrategy, match="did you mean cooperative-sticky"):
         protocol_of("cooperative-stiky")
+
+
+def test_several_near_names_are_said_as_a_reader_says_them() -> None:
+    with pytest.raises(UnknownStrategy) as said:
+        protocol_of("rang")
+    # was "did you mean range, server-range?"
+    assert str(said.value).endswith("unknown strategy 'rang'; did you mean range or server-range?")
+    assert did_you_mean(["a", "b", "c"]) == "did you mean a, b or c?"
 
 
 def test_a_wire_name_is_classic_or_unknown() -> None:

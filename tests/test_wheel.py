@@ -119,6 +119,12 @@ def test_the_installed_wheel_runs_every_command(venv: Path, tmp_path: Path) -> N
     assert {row["timeline"] for row in json.loads(compare)} == {"recorded", "replay/sticky"}
     _ok([*store, "report", "--group", group, "--out", "report.html"], tmp_path, env)
     assert "<html" in (tmp_path / "report.html").read_text()[:2000].lower()
+    # The docs the help texts name ship in the wheel (it has no checkout beside it).
+    assert (
+        _ok([kstore, "docs", "metrics"], tmp_path, env)
+        == (ROOT / "docs/spec/metrics.md").read_text()
+    )
+    assert "performance" not in _ok([kstore, "docs", "--format", "csv"], tmp_path, env)
     # Parquet export needs pyarrow only, not the spark extra.
     _ok([*store, "export", "--out", "parquet"], tmp_path, env)
     assert list((tmp_path / "parquet").rglob("*.parquet"))

@@ -31,7 +31,7 @@ from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import replays
-from kstore.model.events import format_time
+from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
 
 __all__ = [
@@ -137,20 +137,6 @@ def _bucket(start: datetime, end: datetime, most: int) -> timedelta:
     return next((step for step in _STEPS if span / step <= most), _STEPS[-1])
 
 
-def _said(span: timedelta) -> str:
-    """A length as a reader says it: ``5 min``, ``3 h``, ``1 day``; one not whole in its
-    unit to three figures (``19.9 s``, ``2.52 min``), not ``0:00:19.872733``."""
-    seconds = span.total_seconds()
-    for unit, name in ((86400, "day"), (3600, "h"), (60, "min"), (1, "s")):
-        if seconds >= unit or unit == 1:
-            count = seconds / unit
-            plural = "s" if name == "day" and count != 1 else ""
-            if count == int(count):
-                return f"{int(count)} {name}{plural}"
-            return f"{count:.3g} {name}{plural}"
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def _floor(at: datetime, start: datetime, step: timedelta) -> datetime:
     return start + step * ((at - start) // step)
 
@@ -162,7 +148,7 @@ def _table(result: Result, limit: int | None = None) -> str:
         if isinstance(value, datetime):  # as kstore prints times: ISO-8601, UTC, no 000
             text = format_time(value if value.tzinfo else value.replace(tzinfo=UTC))
         elif isinstance(value, timedelta):
-            text = _said(value)
+            text = format_span(value)
         else:
             text = "" if value is None else str(value)
         # long text (a reason) wraps; numbers, ids and times stay whole on one line
@@ -303,8 +289,8 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         shared_xaxes=True,
         vertical_spacing=0.06,
         subplot_titles=(
-            f"rebalances per {_said(step)}",
-            f"partitions moved per {_said(step)} (log scale)",
+            f"rebalances per {format_span(step)}",
+            f"partitions moved per {format_span(step)} (log scale)",
             "average imbalance (max - min load)",
         ),
     )
@@ -395,7 +381,7 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
     # a bucket's width either side, so that one bucket alone is not stretched edge to edge
     figure.update_xaxes(range=[start - step, _floor(end, start, step) + 2 * step])
-    return figure, _said(step)
+    return figure, format_span(step)
 
 
 def _reasons(
@@ -624,7 +610,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     )
     note = (
         f"{len(partitions)} of {total} partitions, {len(moments)} rebalances, {columns} "
-        f"columns of {_said(width)} each showing who held the partition longest in it; "
+        f"columns of {format_span(width)} each showing who held the partition longest in it; "
         f"{len(names)} owners (the colour bar names up to 30 holding most, a line apart; hover "
         f"names every owner), {len(moves_x)} moves"
         + (f" (every {step}th marked)" if step > 1 else "")

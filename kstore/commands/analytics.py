@@ -208,8 +208,8 @@ def check_group(
     columns = ["generation", "strategy", "verdict", "member", "decided", "held"]
     print_rows(columns, rows, output, title=f"{cluster}/{group}/{source}")
     verdicts = [check.verdict for check in checks]
-    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
-    print(f"{len(checks)} decisions of {source}: {counts}", file=sys.stderr)
+    counts = ", ".join(f"{verdicts.count(v):,} {v}" for v in VERDICTS)
+    print(f"{len(checks):,} decisions of {source}: {counts}", file=sys.stderr)
     return 0 if set(verdicts) <= {"same", "not-taken-up"} else 1
 
 
@@ -266,7 +266,7 @@ def report(
             raise UsageError("--out -: --fleet writes a folder of pages; give a folder")
         with counting(f"report {out}", "groups") as progress:
             groups = write_fleet(store, out, progress=progress)
-        print(f"wrote {out / 'index.html'} ranking {groups} groups, and their reports beside it")
+        print(f"wrote {out / 'index.html'} ranking {groups:,} groups, and their reports beside it")
         return
     cluster, names = _timelines(store, group, cluster, timelines)
     with counting(f"report {cluster}/{group}", "parts") as progress:

@@ -95,8 +95,8 @@ def record_offsets(
                 log.warning("skipped a bad record: %s", error)
             result = Writer(store).write(parse_event(event) for event in raw_events)
         print(
-            f"{len(raw_events)} events ({result.stored} new, {result.already} already stored), "
-            f"{skipped} records skipped ({len(errors)} bad)"
+            f"{len(raw_events):,} events ({result.stored:,} new, "
+            f"{result.already:,} already stored), {skipped:,} records skipped ({len(errors):,} bad)"
         )
         return
 
@@ -129,8 +129,8 @@ def record_offsets(
         finally:  # the summary, also when the broker stayed away (then exit 1)
             stats = tailer.stats
             print(
-                f"{stats.records} records, {stats.events} events ({stats.stored} new), "
-                f"{stats.bad} bad records skipped, {stats.retries} retries"
+                f"{stats.records:,} records, {stats.events:,} events ({stats.stored:,} new), "
+                f"{stats.bad:,} bad records skipped, {stats.retries:,} retries"
             )
 
 
@@ -168,7 +168,10 @@ def poll_groups(
             poller.run(seconds, stop, polls, max_retries=max_retries)
         finally:  # the summary, also when the broker stayed away (then exit 1)
             poller.close()
-            print(f"{poller.polls} polls, {poller.stored} events stored, {poller.retries} retries")
+            print(
+                f"{poller.polls:,} polls, {poller.stored:,} events stored, "
+                f"{poller.retries:,} retries"
+            )
 
 
 def merge_reports_cmd(
@@ -185,4 +188,4 @@ def merge_reports_cmd(
 
     events = merge_reports(read_reports(reports, group), cluster=cluster, settle=settle)
     result = Writer(Store(store_path)).write(events)
-    print(f"{len(events)} events ({result.stored} new, {result.already} already stored)")
+    print(f"{len(events):,} events ({result.stored:,} new, {result.already:,} already stored)")

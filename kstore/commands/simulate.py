@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import typer
@@ -14,6 +15,7 @@ from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
 from kstore.commands._stop import stop_requested
 from kstore.model._timelines import new_timeline
+from kstore.model.events import format_span
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol, fitting
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
@@ -97,7 +99,8 @@ def simulate(
     if not result.complete:
         kept = result.resumed + result.appended
         raise Interrupted(
-            f"simulation interrupted at {result.sim.now:,} of {scenario.end:,} ms simulated: "
+            f"simulation interrupted at {format_span(timedelta(milliseconds=result.sim.now))} "
+            f"of {format_span(timedelta(milliseconds=scenario.end))} simulated: "
             f"{kept:,} events stored in timeline {timeline!r}; resume with the same "
             f"command: {shlex.join(['kstore', *sys.argv[1:]])}"
         )
@@ -108,7 +111,7 @@ def simulate(
     summary = summarise(result.sim, int(compared[0]["churn"]) if compared else 0)
     for line in summary.lines():
         typer.echo(line)
-    stored = f"{result.appended} events appended"
+    stored = f"{result.appended:,} events appended"
     if result.resumed:
-        stored += f" (resumed after {result.resumed} already stored)"
+        stored += f" (resumed after {result.resumed:,} already stored)"
     typer.echo(f"store        {stored} to {store_path}")

@@ -31,8 +31,8 @@ def export_parquet(store: Path, out: Path) -> None:
     started = time.perf_counter()
     result = export_store(Store(store), out)
     print(
-        f"exported {result.events} events of {result.streams} streams and "
-        f"{result.assignments} assignment rows to {out} ({time.perf_counter() - started:.1f} s)"
+        f"exported {result.events:,} events of {result.streams:,} streams and "
+        f"{result.assignments:,} assignment rows to {out} ({time.perf_counter() - started:.1f} s)"
     )
 
 
@@ -65,8 +65,8 @@ def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequ
     with _session(master, conf, dumps) as spark:
         result = ingest_dumps(spark, list(dumps), out)
     print(
-        f"ingested {result.events} events into {out / 'events'}; "
-        f"quarantined {result.quarantined} lines ({out / 'quarantine'}); "
+        f"ingested {result.events:,} events into {out / 'events'}; "
+        f"quarantined {result.quarantined:,} lines ({out / 'quarantine'}); "
         f"dropped {result.duplicates} duplicates"
     )
 
@@ -93,7 +93,7 @@ def spark_replay(
     warnings: list[str] = []
     with _session(master, conf, folders) as spark:
         count = write_replays(read_log(spark, folders), names, out, source, warnings)
-    print(f"replayed {source} with {', '.join(names)}: {count} events in {out / 'events'}")
+    print(f"replayed {source} with {', '.join(names)}: {count:,} events in {out / 'events'}")
     for warning in warnings:
         print(f"kstore: warning: {warning}", file=sys.stderr)
 
@@ -110,4 +110,4 @@ def spark_metrics(
     fresh_folder(out)
     with _session(master, conf, folders) as spark:
         count = write_metrics(spark, read_log(spark, folders), out, window)
-    print(f"metrics of {count} rebalances in {out / 'metrics'}, summaries in {out / 'windows'}")
+    print(f"metrics of {count:,} rebalances in {out / 'metrics'}, summaries in {out / 'windows'}")

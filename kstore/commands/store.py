@@ -90,7 +90,7 @@ def append_events(path: Path, file: str) -> None:
             "never stored twice"
         ):
             result = Writer(store).write(events)
-    print(f"stored {result.stored}, already there {result.already}")
+    print(f"stored {result.stored:,}, already there {result.already:,}")
 
 
 def _append_bar() -> Progress:
@@ -234,4 +234,4 @@ def rebuild_store(path: Path) -> None:
         ),
     ):
         store.rebuild(progress)
-    print(f"rebuilt the projections and snapshots of {len(store.streams())} streams")
+    print(f"rebuilt the projections and snapshots of {len(store.streams()):,} streams")

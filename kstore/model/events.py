@@ -61,6 +61,7 @@ __all__ = [
     "content_digest",
     "decode_json_line",
     "difference",
+    "format_span",
     "format_time",
     "parse_event",
     "parse_event_line",
@@ -351,6 +352,21 @@ def format_time(at: datetime) -> str:
     if at.utcoffset() == timedelta(0):
         return text.removesuffix("+00:00") + "Z"
     return text
+
+
+def format_span(span: timedelta) -> str:
+    """A length as a reader says it: ``5 min``, ``3 h``, ``1 day``; one not whole in its
+    unit to three figures (``19.9 s``, ``2.52 min``), not ``0:00:19.872733`` nor
+    ``39,236,977 ms``."""
+    seconds = span.total_seconds()
+    for unit, name in ((86400, "day"), (3600, "h"), (60, "min"), (1, "s")):
+        if seconds >= unit or unit == 1:
+            count = seconds / unit
+            plural = "s" if name == "day" and count != 1 else ""
+            if count == int(count):
+                return f"{int(count)} {name}{plural}"
+            return f"{count:.3g} {name}{plural}"
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _error_text(err: ValidationError, prefix: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kstore._errors import UsageError, nearest
+from kstore._errors import UsageError, did_you_mean, nearest
 
 __all__ = [
     "CATALOGUE",
@@ -100,7 +100,7 @@ def unknown_strategy(name: str, known: tuple[str, ...] | list[str]) -> str:
     """The one line for a strategy name not in ``known``: the nearest ones, else every
     known one (the list of 14 before the nearest buried it, and wrapped a terminal)."""
     if near := nearest(name, known):
-        return f"unknown strategy {name!r}; did you mean {', '.join(near)}?"
+        return f"unknown strategy {name!r}; {did_you_mean(near)}"
     return f"unknown strategy {name!r} (known: {', '.join(known)})"
 
 

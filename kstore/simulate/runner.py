@@ -323,7 +323,7 @@ def run_scenario(
         sim.run_until(end)
         if sim.state.version < len(stored):
             raise ResumeMismatch(
-                f"timeline {stream} holds {len(stored)} events, more than this simulation "
+                f"timeline {stream} holds {len(stored):,} events, more than this simulation "
                 f"writes ({sim.state.version}); use another --timeline"
             )
         flush(last=True)

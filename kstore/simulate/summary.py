@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
-from kstore.model.events import StreamId
+from kstore.model.events import StreamId, format_span
 from kstore.protocol.group import GroupSim
 
 __all__ = ["Summary", "summarise"]
@@ -31,16 +32,16 @@ class Summary:
 
     def lines(self) -> list[str]:
         def secs(ms: int) -> str:
-            return f"{ms / 1000:.1f} s"
+            return format_span(timedelta(milliseconds=ms))
 
         out = [
             f"timeline     {self.stream}",
             f"protocol     {self.protocol} ({self.strategy or 'no assignment yet'}), "
             f"coordinator partition {self.coordinator_partition}",
-            f"simulated    {secs(self.simulated_ms)}, {self.events} events",
-            f"rebalances   {self.rebalances} (generation now {self.generation}), "
-            f"{self.members} members",
-            f"moved        {self.partitions_moved} partitions (churn, docs/spec/metrics.md)",
+            f"simulated    {secs(self.simulated_ms)}, {self.events:,} events",
+            f"rebalances   {self.rebalances:,} (generation now {self.generation}), "
+            f"{self.members:,} members",
+            f"moved        {self.partitions_moved:,} partitions (churn: kstore docs metrics)",
             f"unowned      {secs(self.unowned_ms)} partition-time without an owner, "
             f"longest {secs(self.longest_unowned_ms)}",
         ]

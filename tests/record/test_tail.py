@@ -170,8 +170,8 @@ def test_record_offsets_file_appends_the_dump_idempotently(store: Store, tmp_pat
     first = subprocess.run(command, capture_output=True, text=True, check=True)
     again = subprocess.run(command, capture_output=True, text=True, check=True)
     count = len(expected_events(CLASSIC))
-    assert first.stdout.startswith(f"{count} events ({count} new, 0 already")
-    assert again.stdout.startswith(f"{count} events (0 new, {count} already")
+    assert first.stdout.startswith(f"{count:,} events ({count:,} new, 0 already")
+    assert again.stdout.startswith(f"{count:,} events (0 new, {count:,} already")
     assert stored(store) == expected_events(CLASSIC)
     state = fold(s.event for s in store.events())
     assert state.members == {}

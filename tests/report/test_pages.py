@@ -25,7 +25,6 @@ from kstore.analytics.pages import (
     REASON_KINDS,
     _counted,
     _labels,
-    _said,
     _table,
     reason_kind,
     reason_shape,
@@ -466,22 +465,6 @@ def test_the_shipped_plotly_bundle_is_the_version_plotly_writes_for() -> None:
     for trace in CARTESIAN_TRACES:  # each registered in the bundle
         assert f'moduleType:"trace",name:"{trace}"' in code
     assert base64.b64decode(_plotly_gzip()) == files("kstore.analytics").joinpath(name).read_bytes()
-
-
-@pytest.mark.parametrize(
-    ("span", "said"),
-    [
-        (timedelta(minutes=5), "5 min"),
-        (timedelta(days=1), "1 day"),
-        (timedelta(days=2), "2 days"),
-        (timedelta(seconds=30), "30 s"),
-        (timedelta(seconds=19.872733), "19.9 s"),  # was "0:00:19.872733"
-        (timedelta(milliseconds=250), "0.25 s"),
-        (timedelta(seconds=151), "2.52 min"),
-    ],
-)
-def test_lengths_are_said_as_a_reader_says_them(span: timedelta, said: str) -> None:
-    assert _said(span) == said
 
 
 def test_table_cells_print_times_as_kstore_does_and_an_empty_table_is_left_out() -> None:

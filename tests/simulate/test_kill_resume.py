@@ -146,7 +146,7 @@ def test_killed_simulation_resumes_to_the_straight_run(tmp_path: Path, sig: sign
 
     resumed = subprocess.run(_command(db), capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resumed after {at_kill} already stored" in resumed.stdout
+    assert f"resumed after {at_kill:,} already stored" in resumed.stdout
     got = _stored(Store(db))
     assert got == expected
     assert len({e["event_id"] for e in got}) == len(got)

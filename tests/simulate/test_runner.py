@@ -23,6 +23,7 @@ from kstore.simulate import (
     run_scenario,
     runner,
 )
+from kstore.simulate.summary import Summary
 from kstore.store.interface import AppendResult
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
@@ -314,3 +315,27 @@ def test_a_step_naming_a_member_not_there_is_named_at_its_line(tmp_path: Path) -
     fresh = initialised_store(tmp_path / "fresh.duckdb")
     run_scenario(mended, store=fresh, timeline="sim", seed=1)
     assert list(store.events()) == list(fresh.events())
+
+
+def test_the_summary_says_counts_and_lengths_as_a_reader_says_them() -> None:
+    summary = Summary(
+        stream=("default", "g", "sim/g"),
+        protocol="eager",
+        strategy="range",
+        coordinator_partition=13,
+        simulated_ms=6_254_000,
+        events=30_306,
+        rebalances=1_585,
+        generation=1_585,
+        members=20,
+        partitions_moved=10_416,
+        unowned_ms=32_699_200,
+        longest_unowned_ms=3_000,
+        refused=(),
+    )
+    lines = summary.lines()
+    # were "6254.0 s, 30306 events", "1585 (...)", "10416 partitions", "32699.2 s ..."
+    assert lines[2] == "simulated    1.74 h, 30,306 events"
+    assert lines[3].startswith("rebalances   1,585 (generation now 1585), 20 members")
+    assert lines[4] == "moved        10,416 partitions (churn: kstore docs metrics)"
+    assert lines[5] == "unowned      9.08 h partition-time without an owner, longest 3 s"

@@ -64,7 +64,7 @@ def test_a_dump_larger_than_the_heap_streams_in_splits(tmp_path: Path) -> None:
     # JIT, is what this test is about.
     conf += ["--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"]
     printed = kstore_process("spark", "ingest", "--in", str(tmp_path), "--out", str(out), *conf)
-    assert f"ingested {len(expected_events)} events" in printed
+    assert f"ingested {len(expected_events):,} events" in printed
     assert f"quarantined {len(expected_bad)} lines" in printed
 
     table = ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()

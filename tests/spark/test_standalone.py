@@ -153,7 +153,7 @@ def test_standalone_cluster_equals_local_and_duckdb(
     out = kstore_process(
         "spark", "ingest", "--in", str(dumps), "--out", str(cluster / "log"), *conf
     )
-    assert f"ingested {len(events)} events" in out
+    assert f"ingested {len(events):,} events" in out
     kstore_process(
         "spark",
         "replay",

@@ -17,6 +17,7 @@ from kstore.model import (
     EventData,
     EventError,
     MemberJoined,
+    format_span,
     format_time,
     parse_event,
     parse_event_line,
@@ -346,3 +347,19 @@ def test_upcasting_hook_runs_on_read() -> None:
             parse_event(old)  # today's shape is required of new input
     finally:
         del EVENT_TYPES["_Renamed"]
+
+
+@pytest.mark.parametrize(
+    ("span", "said"),
+    [
+        (timedelta(minutes=5), "5 min"),
+        (timedelta(days=1), "1 day"),
+        (timedelta(days=2), "2 days"),
+        (timedelta(seconds=30), "30 s"),
+        (timedelta(seconds=19.872733), "19.9 s"),  # was "0:00:19.872733"
+        (timedelta(milliseconds=250), "0.25 s"),
+        (timedelta(seconds=151), "2.52 min"),
+    ],
+)
+def test_lengths_are_said_as_a_reader_says_them(span: timedelta, said: str) -> None:
+    assert format_span(span) == said
