@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from itertools import combinations
 from pathlib import Path
@@ -23,8 +24,10 @@ from kstore.analytics._queries import Result
 from kstore.analytics.pages import (
     MOVE_MARKERS,
     REASON_KINDS,
+    _anomalies_said,
     _counted,
     _labels,
+    _log_ticks,
     _table,
     reason_kind,
     reason_shape,
@@ -496,3 +499,17 @@ def test_storms_are_counted_per_timeline() -> None:
     assert _counted(one_each, ["a", "b", "c"]) == "1 in each of the 3 timelines"  # was "3"
     assert _counted(Result(["timeline"], [("a",), ("a",)]), ["a", "b"]) == "2 in a, 0 in b"
     assert _counted(Result(["timeline"], [("a",)]), ["a"]) == "1"
+
+
+def test_a_log_axis_within_two_decades_ticks_between_the_powers_of_ten() -> None:
+    assert _log_ticks([4, 7, 10]) == "D1"  # was one tick, 10, beside every point
+    assert _log_ticks([3, 250]) == "D2"  # 5, 10, 20, 50, 100, 200
+    assert _log_ticks([3, 1_200]) == 1  # 10, 100, 1,000: no crowding
+    assert _log_ticks([]) == "D1"
+
+
+def test_the_anomalies_note_says_what_is_not_listed_and_why() -> None:
+    said = _anomalies_said(Counter({"double-assigned": 3, "unassigned": 1}), 1_568)
+    assert said.startswith("3 double-assigned, 1 unassigned; not listed: 1,568 partitions ")
+    assert "follow-up round" in said
+    assert _anomalies_said(Counter(), 0) == "nothing unexpected"  # was "none; withheld ...: 0"
