@@ -77,14 +77,16 @@ def test_every_topic_kstore_names_is_there() -> None:
     assert [text for text in helps if "docs/" in text or ".md" in text] == []
 
 
-def test_on_a_terminal_the_markdown_is_rendered(tmp_path: Path) -> None:
+def _on_a_terminal(env: dict[str, str]) -> str:
+    """What ``kstore docs metrics`` shows with its standard output a terminal."""
     leader, follower = os.openpty()
     try:
         done = subprocess.run(
             [sys.executable, "-m", "kstore", "docs", "metrics"],
+            stdin=follower,  # pydoc pages only when both are terminals
             stdout=follower,
             stderr=subprocess.PIPE,
-            env={**os.environ, "PAGER": "cat", "TERM": "xterm", "COLUMNS": "100"},
+            env={**os.environ, "TERM": "xterm", "COLUMNS": "100", **env},
             timeout=60,
         )
         os.close(follower)
@@ -100,7 +102,24 @@ def test_on_a_terminal_the_markdown_is_rendered(tmp_path: Path) -> None:
     finally:
         os.close(leader)
     assert done.returncode == 0, done.stderr
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
+
+
+def test_on_a_terminal_the_markdown_is_rendered() -> None:
+    text = _on_a_terminal({"PAGER": "cat"})
     title = (ROOT / "docs/spec/metrics.md").read_text().splitlines()[0][2:]
     assert title in text
     assert "# " + title not in text  # rendered, not the source
+
+
+@pytest.mark.parametrize(("given", "used"), [(None, "FRX"), ("X", "X")])
+def test_less_is_told_to_show_colours_unless_the_user_said(
+    given: str | None, used: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``-R`` less printed the colours' escape codes as text (seen in tmux)."""
+    env = {"PAGER": "sh -c 'echo LESS=$LESS; cat >/dev/null'"}
+    if given is not None:
+        env["LESS"] = given
+    else:
+        monkeypatch.delenv("LESS", raising=False)  # the child inherits the test's
+    assert f"LESS={used}" in _on_a_terminal(env)

@@ -3,6 +3,7 @@ checkout beside it, and the help texts name these topics)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -55,6 +56,10 @@ def print_doc(topic: str) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
 
+    # As git does: less shows colours (R), leaves a page that fits at once (F) and
+    # leaves it on the screen (X), unless the user set LESS (without R it printed the
+    # colours' escape codes as text).
+    os.environ.setdefault("LESS", "FRX")
     console = Console()
     with console.pager(styles=True):
         console.print(Markdown(text))
