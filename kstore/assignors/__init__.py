@@ -39,6 +39,7 @@ __all__ = [
     "get_assignor",
     "parse_request",
     "parse_requests",
+    "reads_owned",
     "strategies",
     "validate_request",
 ]
@@ -85,6 +86,16 @@ def get_assignor(name: str) -> Assignor:
     assignor: Assignor = getattr(importlib.import_module(module_name), attribute)
     _loaded[name] = assignor
     return assignor
+
+
+def reads_owned(strategy: str) -> bool:
+    """Whether the strategy's answer depends on the members' ``owned`` partitions and
+    ``generation`` at all (``Assignor.reads_owned``); True for a name no assignor has
+    (its request is refused by ``assign`` as it is)."""
+    try:
+        return get_assignor(strategy).reads_owned
+    except ContractError:
+        return True
 
 
 def assign(request: AssignmentRequest) -> AssignmentResult:

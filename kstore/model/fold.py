@@ -143,6 +143,12 @@ class GroupState:
     """Each member's subscription in the next request, in member order: made by the first
     ``to_request``, then kept up to date by ``apply`` (see ``to_request``); None until
     then, or after an event that renames members (``MemberReplaced``)."""
+    bare: dict[str, MemberSubscription] | None = field(default=None, compare=False, repr=False)
+    """``requesting`` without what each member owns (``owned`` empty, ``generation``
+    None): the request of an assignor that never reads them (``to_request`` with
+    ``owned=False``). Made by the first such request, then kept up to date by ``apply``
+    as ``requesting`` is, but an ``AssignmentCompleted`` leaves it as it is: a decision
+    costs no pass over the members here."""
 
     def copy(self) -> GroupState:
         """A copy that keeps no record (the record is its producer's)."""
@@ -155,6 +161,7 @@ class GroupState:
             held_from=dict(self.held_from),
             applied=None,
             requesting=None,
+            bare=None,
         )
 
     def apply(self, event: Event) -> None:
@@ -183,10 +190,14 @@ class GroupState:
             )
             if self.requesting is not None:
                 self._request_member(data.member_id)
+            if self.bare is not None:
+                self._bare_member(data.member_id)
         elif type(data) is MemberLeft:
             self.members.pop(data.member_id, None)
             if self.requesting is not None:
                 self.requesting.pop(data.member_id, None)
+            if self.bare is not None:
+                self.bare.pop(data.member_id, None)
         elif type(data) is AssignmentCompleted:
             if self.applied is not None:
                 # ``assignment`` is only ever replaced, the other two change in place.
@@ -224,7 +235,7 @@ class GroupState:
             self.topic_racks.pop(data.topic, None)
         elif type(data) is MemberReplaced:
             self._replace_member(data)
-            self.requesting = None  # ids renamed and partitions merged: made anew
+            self.requesting = self.bare = None  # ids renamed, partitions merged: made anew
             if self.applied is not None:
                 self.applied.append(Applied(event.event_id, self.version, self.generation))
         elif type(data) is SubscriptionChanged:
@@ -235,6 +246,8 @@ class GroupState:
                 self.members[data.member_id] = dataclasses.replace(known, topics=tuple(data.topics))
                 if self.requesting is not None:
                     self._request_member(data.member_id)
+                if self.bare is not None:
+                    self._bare_member(data.member_id)
         elif type(data) is AssignmentNotTakenUp:
             held = self._not_taken_up(data)
             if held is not None and self.requesting is not None and data.member_id in self.members:
@@ -301,7 +314,7 @@ class GroupState:
             self.previous, self.previous_held_from, old, new
         )
 
-    def to_request(self, strategy: str) -> AssignmentRequest:
+    def to_request(self, strategy: str, *, owned: bool = True) -> AssignmentRequest:
         """The next assignor request: today's members, each with what it owns now.
 
         ``owned`` is the member's part of the latest ``AssignmentCompleted`` and
@@ -314,6 +327,10 @@ class GroupState:
         request costs a copy of the member map, not a pass of Python over the members.
         A request is therefore to be used (assigned) before the fold applies its next
         event: its subscriptions are the fold's.
+
+        ``owned=False``: every member's ``owned`` empty and ``generation`` None (``bare``),
+        for an assignor that never reads them (``reads_owned``), or eager members, which
+        revoked everything before joining.
         """
         from kstore.assignors._contract import AssignmentRequest, check_total
 
@@ -321,8 +338,13 @@ class GroupState:
         # checking 10,000 owned partitions again would cost as much as assigning them.
         # ``assign`` still checks the strategy; the size is checked here.
         check_total(self.topics)
-        requesting = self.requesting
-        if requesting is None:
+        if not owned:
+            requesting = self.bare
+            if requesting is None:
+                requesting = self.bare = {}
+                for member_id in self.members:
+                    self._bare_member(member_id)
+        elif (requesting := self.requesting) is None:
             requesting = self.requesting = {}
             for member_id in self.members:
                 self._request_member(member_id)
@@ -355,6 +377,23 @@ class GroupState:
                 "generation": None
                 if owned is None
                 else self.held_from.get(member_id, self.generation),
+                "rack": member.rack,
+                "instance_id": member.instance_id,
+            },
+            every,
+        )
+
+    def _bare_member(self, member_id: str) -> None:
+        """Make ``member_id``'s subscription in ``bare`` anew (its place kept)."""
+        assert self.bare is not None
+        member = self.members[member_id]
+        subscription, every = _subscription()
+        self.bare[member_id] = instance(
+            subscription,
+            {
+                "topics": list(member.topics),
+                "owned": [],
+                "generation": None,
                 "rack": member.rack,
                 "instance_id": member.instance_id,
             },

@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Literal
 
 from kstore._java import HashSetOrder, hash_order, string_hash
-from kstore.assignors import AssignmentRequest, MemberSubscription, TopicPartition, assign
+from kstore.assignors import AssignmentRequest, TopicPartition, assign, reads_owned
 from kstore.model._construct import construct
 from kstore.model.events import (
     AssignmentCompleted,
@@ -358,21 +358,12 @@ class ClassicGroupSim(GroupSim):
         return False
 
     def _request(self, strategy: str) -> AssignmentRequest:
-        request = self.state.to_request(strategy)
-        if self.protocol_name == "eager" and protocol_of(strategy) == "cooperative":
-            # Under EAGER every member revoked everything before joining, so the
-            # subscriptions carry no owned partitions.
-            request = request.model_copy(
-                update={
-                    "members": {
-                        m: MemberSubscription(
-                            topics=s.topics, rack=s.rack, instance_id=s.instance_id
-                        )
-                        for m, s in request.members.items()
-                    }
-                }
-            )
-        return request
+        # Under EAGER every member revoked everything before joining, so the
+        # subscriptions carry no owned partitions; an assignor that never reads them
+        # (range, roundrobin) gets none either (the fold then keeps no member's
+        # ``owned`` up to date at each decision: ``GroupState.bare``).
+        revoked = self.protocol_name == "eager" and protocol_of(strategy) == "cooperative"
+        return self.state.to_request(strategy, owned=not revoked and reads_owned(strategy))
 
     # --- members: receiving the assignment ------------------------------------------------
 

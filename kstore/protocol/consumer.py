@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from kstore.assignors import TopicPartition, assign
+from kstore.assignors import TopicPartition, assign, reads_owned
 from kstore.model._construct import construct
 from kstore.model.events import (
     AssignmentCompleted,
@@ -110,7 +110,7 @@ class ConsumerGroupSim(GroupSim):
     def _bump(self, reason: str) -> None:
         epoch = self.group_epoch + 1
         self.emit(construct(RebalanceStarted, generation=epoch, reason=reason))
-        result = assign(self.state.to_request(self.strategy))
+        result = assign(self.state.to_request(self.strategy, owned=reads_owned(self.strategy)))
         self.emit(
             construct(
                 AssignmentCompleted,

@@ -1,6 +1,8 @@
 """The fold keeps the simulation's next assignor request up to date as it applies events
 (``GroupState.requesting``) instead of making it again per decision: each request the run
-hands its assignors must be the one a fold made from nothing at that event gives."""
+hands its assignors must be the one a fold made from nothing at that event gives (with no
+member's ``owned`` and ``generation`` where the assignor never reads them, or the members
+revoked everything: ``GroupState.bare``)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 import kstore.protocol.classic
 import kstore.protocol.consumer
-from kstore.assignors import AssignmentRequest, AssignmentResult, assign
+from kstore.assignors import AssignmentRequest, AssignmentResult, assign, reads_owned, strategies
 from kstore.model.events import AssignmentCompleted
 from kstore.model.fold import GroupState
 from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, protocol_of
@@ -49,8 +51,10 @@ def _requests_match(scenario: Scenario, seed: int, monkeypatch: pytest.MonkeyPat
         if isinstance(data, AssignmentCompleted) and asked:
             request = GroupState.from_dict(state.to_dict()).to_request(data.strategy)
             made = request.model_dump()
-            if scenario.protocol == "eager" and protocol_of(data.strategy) == "cooperative":
-                for member in made["members"].values():  # eager members revoked everything
+            revoked = scenario.protocol == "eager" and protocol_of(data.strategy) == "cooperative"
+            if revoked or not reads_owned(data.strategy):
+                # Eager members revoked everything; range and roundrobin never read it.
+                for member in made["members"].values():
                     member.update(owned=[], generation=None)
             fresh.append(made)
         state.apply(event)
@@ -134,3 +138,24 @@ def test_joins_leaves_and_changes_give_a_fresh_folds_requests(
 ) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         _requests_match(_scenario(*run, actions), 0, monkeypatch)
+
+
+_NEVER_READ = [name for name in strategies() if not reads_owned(name)]
+
+
+def test_assignors_that_never_read_owned_are_named() -> None:
+    # The simulation hands these requests without owned partitions: each says so.
+    assert {"range", "roundrobin", "server-range"} <= set(_NEVER_READ)
+    assert {"sticky", "cooperative-sticky", "uniform"}.isdisjoint(_NEVER_READ)
+    assert reads_owned("no-such-strategy")  # refused by ``assign`` as before
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_assignors_that_never_read_owned_answer_the_same_without(data: st.DataObject) -> None:
+    from tests._range_requests import requests, without
+
+    strategy = data.draw(st.sampled_from(_NEVER_READ))
+    request = data.draw(requests(strategy))
+    answer = assign(request).assignment
+    assert answer == assign(without(request, "owned", "generation")).assignment

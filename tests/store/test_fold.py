@@ -126,6 +126,27 @@ def test_each_request_is_a_fresh_folds(events: list[Event]) -> None:
         assert state.to_request("sticky") == fresh
 
 
+@settings(max_examples=80, deadline=None)
+@given(events=streams(), first=st.integers(0, 25))
+def test_each_request_without_owned_is_a_fresh_folds(events: list[Event], first: int) -> None:
+    """``to_request(owned=False)`` made as the fold goes (``bare``, made at the event
+    ``first`` and kept up to date from there) is a fresh fold's request with every member's
+    ``owned`` empty and ``generation`` None; the one with them is unchanged beside it."""
+    state = GroupState()
+    for number, event in enumerate(events):
+        state.apply(event)
+        if number < first:
+            continue
+        fresh = GroupState.from_dict(state.to_dict()).to_request("range")
+        bare = {
+            m: s.model_copy(update={"owned": [], "generation": None})
+            for m, s in fresh.members.items()
+        }
+        assert state.to_request("range", owned=False) == fresh.model_copy(update={"members": bare})
+        if number % 2:
+            assert state.to_request("range") == fresh
+
+
 def test_the_fold_keeps_the_request_up_to_date() -> None:
     # After the first request, events change the members' subscriptions where they are:
     # a decision sets each one's owned partitions and generation, a changed record makes
