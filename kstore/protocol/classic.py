@@ -661,6 +661,53 @@ class ClassicGroupSim(GroupSim):
                 self.new_member_added = True
             self._maybe_complete()  # ``_maybe_rebalance`` in a join phase
 
+    def stop_each(self, names: Sequence[str]) -> None:
+        """``stop_client`` of each name in turn, closed cleanly (a scale step's dozens of
+        leavers): one that only leaves the join phase in progress (a dynamic member, the
+        common case once the first has started it) in this loop, ``stop_client``,
+        ``on_stop`` and ``_remove_member`` inline, the others by ``stop_client``. Its
+        reason is made only where a leave starts a rebalance, which in a join phase it
+        does not."""
+        clients, member_clients, running = self.clients, self.member_clients, self._running
+        release, now, state = self.ledger.release_all, self.now, self.state
+        for name in names:
+            # Looked up each time: a join phase that completes here gives new ones.
+            members, awaiting, order = state.members, self.awaiting, self.order
+            client = clients.get(name)
+            member_id = client.member_id if client is not None else None
+            if (
+                client is None
+                or member_id is None
+                or self.phase != PREPARING
+                or not client.alive
+                or client.spec.instance_id is not None
+                or member_id not in members
+                or member_clients.get(member_id) is not client
+            ):
+                self.stop_client(name, clean=True)
+                continue
+            # ``stop_client``: it lets go of everything, ``halt``.
+            release(member_id, now)
+            client.alive = False
+            client.life += 1
+            running.pop(name, None)
+            client.silent_since = now
+            # ``_remove_member`` (by ``on_stop``): its LeaveGroup.
+            del member_clients[member_id]
+            client.member_id = None
+            member = members[member_id]
+            self.emit(construct(MemberLeft, member_id=member_id, reason="leave"))
+            self.preferences[member.protocols or ()] -= 1
+            self.queue.cancel(f"expire:{member_id}")
+            order.remove(member_id)
+            awaiting.discard(member_id)
+            if member.instance_id is not None and self.static.get(member.instance_id) == member_id:
+                del self.static[member.instance_id]
+            if self.leader == member_id:
+                self.leader = order.first() if len(order) else None
+            if len(awaiting) == len(members):  # ``_all_joined``
+                self._complete_join()
+
     def on_stop(self, client: Client, *, clean: bool) -> None:
         member_id = client.member_id
         if member_id is None or member_id not in self.state.members:

@@ -252,6 +252,11 @@ class GroupSim:
         for spec in specs:
             self.start_client(spec)
 
+    def stop_each(self, names: Sequence[str]) -> None:
+        """``stop_client`` of each name in turn, closed cleanly (a scale step's leavers)."""
+        for name in names:
+            self.stop_client(name, clean=True)
+
     def stop_client(self, name: str, *, clean: bool) -> None:
         """The process ends: ``clean`` closes the consumer (LeaveGroup), else it dies."""
         client = self.client(name)

@@ -205,8 +205,7 @@ class _Driver:
     def _scale(self, target: int) -> None:
         alive = self.sim.running()
         if target < len(alive):
-            for name in reversed(alive[target:]):
-                self.sim.stop_client(name, clean=True)
+            self.sim.stop_each(alive[target:][::-1])
             return
         template = self.template.model_copy(update={"name": None, "count": target - len(alive)})
         self.sim.start_each(_specs(template, self.scenario.default_strategy, self.spawned))

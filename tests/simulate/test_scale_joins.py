@@ -2,7 +2,8 @@
 events of ``start_client`` called for each in turn: dynamic and static members, protocol
 lists the group does not support (refused), and scale steps that land inside a join
 phase or right after a leave. (A list naming a protocol twice is left out: the vote
-finds no candidate for it, before this loop as after.)"""
+finds no candidate for it, before this loop as after.) Its members that leave, in one
+loop too (``ClassicGroupSim.stop_each``), give those of ``stop_client`` for each."""
 
 from __future__ import annotations
 
@@ -71,6 +72,21 @@ def _run(scenario: Scenario, seed: int) -> tuple[list[dict[str, object]], list[s
     events = [event.to_dict() for event in sim.emitted]
     ledger = sim.ledger
     return events, sim.refused, ledger.unowned_ms, ledger.longest_unowned_ms, ledger.moves
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_scale_leaves_in_one_loop_as_one_by_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = _scenario(seed)
+    together = _run(scenario, seed)
+
+    def one_by_one(sim: GroupSim, names: list[str]) -> None:
+        for name in names:
+            sim.stop_client(name, clean=True)
+
+    from kstore.protocol.classic import ClassicGroupSim
+
+    monkeypatch.setattr(ClassicGroupSim, "stop_each", one_by_one)
+    assert _run(scenario, seed) == together
 
 
 @pytest.mark.parametrize("seed", range(80))
