@@ -80,19 +80,26 @@ def simulate(
     new_store = not store_path.exists()  # created while the run begins (``run_scenario``)
     show = progress or sys.stderr.isatty()
     with progress_bar(
-        "simulating {task.description}",
+        "{task.description}",
         TextColumn("{task.percentage:>3.0f}% of simulated time"),
         TimeRemainingColumn(),
         show=show,
     ) as bar:
-        task = bar.add_task(scenario.name, total=scenario.end)
+        task = bar.add_task(f"simulating {scenario.name}", total=scenario.end)
+
+        def told(now: int, end: int, to_check: int) -> None:
+            # A resumed run makes the stored events again first: its bar restarting near
+            # 0% read as the work lost.
+            said = f"checking {to_check:,} stored events of " if to_check else "simulating "
+            bar.update(task, completed=now, total=end, description=said + scenario.name)
+
         with stop_requested() as stopped:
             result = run_scenario(
                 scenario,
                 store=store,
                 timeline=timeline,
                 seed=seed,
-                progress=lambda now, end: bar.update(task, completed=now, total=end),
+                progress=told,
                 stop=stopped.is_set,
                 new_store=new_store,
             )

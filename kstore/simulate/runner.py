@@ -219,7 +219,7 @@ def run_scenario(
     store: EventStore | None,
     timeline: str,
     seed: int = 0,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
     stop_after: int | None = None,
     new_store: bool = False,
@@ -231,7 +231,9 @@ def run_scenario(
     wall time on the critical path otherwise), its first append waiting for it; the run
     waits for it however it ends (a store half made would be a damaged file).
 
-    ``progress(now_ms, end_ms)`` is called as simulated time advances. ``stop``, asked as
+    ``progress(now_ms, end_ms, to_check)`` is called as simulated time advances;
+    ``to_check``: of the events a resumed run found stored, those not yet made again
+    (each is made again and checked before anything new is stored). ``stop``, asked as
     often, ends the run early: the events made so far are stored (a batch being stored
     apart is waited for) and the result is not ``complete``; the same run resumes it.
     ``stop_after``
@@ -312,7 +314,7 @@ def run_scenario(
                     return RunResult(sim, stream, len(stored), appended)
             if ticks % 256 == 0:
                 if progress is not None:
-                    progress(sim.now, end)
+                    progress(sim.now, end, max(len(stored) - sim.state.version, 0))
                 if stop is not None and stop():
                     flush(last=True)
                     made()
@@ -350,5 +352,5 @@ def run_scenario(
         raise
     sim.finish()
     if progress is not None:
-        progress(end, end)
+        progress(end, end, 0)
     return RunResult(sim, stream, len(stored), appended)

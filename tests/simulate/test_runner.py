@@ -108,6 +108,29 @@ def test_interrupted_run_resumes_to_the_same_events(tmp_path: Path) -> None:
     assert run_scenario(scenario, store=resumed, timeline="sim/x", seed=3).appended == 0
 
 
+def test_a_resumed_run_says_how_much_of_the_stored_part_is_left_to_check(
+    tmp_path: Path,
+) -> None:
+    # Its bar restarted near 0% as "simulating", which read as the stored work lost.
+    scenario = generate("rolling-deploy", members=10, steps=150, seed=2)
+    store = initialised_store(tmp_path / "s.duckdb")
+    run_scenario(scenario, store=store, timeline="sim/r", seed=2, stop_after=600)
+    told: list[tuple[int, int]] = []
+    run_scenario(
+        scenario,
+        store=store,
+        timeline="sim/r",
+        seed=2,
+        progress=lambda now, end, to_check: told.append((now, to_check)),
+    )
+    checking = [left for _, left in told if left]
+    assert checking and checking[0] <= 600
+    assert checking == sorted(checking, reverse=True)  # counts down
+    assert told[-1][1] == 0  # then simulating what was not stored
+    first_free = next(i for i, (_, left) in enumerate(told) if not left)
+    assert all(not left for _, left in told[first_free:])
+
+
 def test_resuming_with_another_seed_is_refused(tmp_path: Path) -> None:
     scenario = generate("flapping-member", members=3, steps=10, seed=1)
     store = initialised_store(tmp_path / "s.duckdb")
