@@ -660,13 +660,17 @@ def docs_cmd(
     topic: Annotated[
         str | None, typer.Argument(help="A topic, e.g. metrics (without one: the list).")
     ] = None,
-    output: _FormatOpt = "table",
+    output: Annotated[
+        str | None, typer.Option("--format", help="Of the list: table, csv, json or jsonl.")
+    ] = None,
 ) -> None:
     """Read kstore's documentation (the specs, the guides) where kstore is installed."""
     from kstore.commands.docs import list_docs, print_doc
 
     if topic is None:
-        list_docs(output)
+        list_docs(output or "table")
+    elif output is not None:
+        raise UsageError("--format: a doc is printed as it is written (Markdown)")
     else:
         print_doc(topic)
 

@@ -52,6 +52,14 @@ def test_an_unknown_topic_is_one_line_naming_the_nearest(
     assert err.count("\n") == 1
 
 
+def test_a_format_for_a_doc_is_refused_not_ignored(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(capsys, monkeypatch, "docs", "metrics", "--format", "json")
+    assert (code, out) == (2, "")
+    assert err == "kstore: error: --format: a doc is printed as it is written (Markdown)\n"
+
+
 def _helps(command: Any) -> Iterator[str]:
     """The help of a command (typer's own click), its options' and its subcommands'."""
     yield command.help or ""
