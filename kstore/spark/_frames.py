@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
-from kstore.spark._schema import EVENT_COLUMNS, LogRow, arrow_to_events, spark_schema
+from kstore.spark._schema import EVENT_COLUMNS, LogRow, read_batch, spark_schema
 from kstore.spark._session import conf_set, fit_partitions
 
 __all__ = [
@@ -87,16 +87,20 @@ def write_partitioned(
 def _streams_of(batches: Iterator[pa.RecordBatch]) -> Iterator[list[LogRow]]:
     """Rows sorted by stream then version, cut into one list per stream (across batches)."""
     current: list[LogRow] = []
+    stream: tuple[str, str, str] | None = None
     for batch in batches:
         # A batch's events hold no cycles: the collector's passes over them would find
         # nothing to free.
         with cyclic_gc_paused():
-            rows = list(arrow_to_events(batch))
-        for row in rows:
-            if current and row.event.stream != current[-1].event.stream:
-                yield current
-                current = []
-            current.append(row)
+            rows, (clusters, groups, timelines) = read_batch(batch)
+        start = 0
+        for index, key in enumerate(zip(clusters, groups, timelines, strict=True)):
+            if key != stream:
+                current += rows[start:index]
+                if current:
+                    yield current
+                current, start, stream = [], index, key
+        current += rows[start:]
     if current:
         yield current
 

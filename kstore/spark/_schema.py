@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from pydantic.fields import FieldInfo
 from pydantic_core import from_json
 
+from kstore.model._construct import every_field, instance
 from kstore.model.events import EVENT_TYPES, Event, parse_stored_event
 from kstore.store import catalogue
 
@@ -42,6 +43,7 @@ __all__ = [
     "data_type",
     "event_schema",
     "events_to_arrow",
+    "read_batch",
     "spark_schema",
     "stored_to_arrow",
 ]
@@ -329,23 +331,57 @@ def arrow_to_events(table: pa.Table | pa.RecordBatch) -> Iterator[LogRow]:
         else [table]
     )
     for batch in batches:
-        columns = {
-            name: _instants(batch.column(name)) if name == "at" else batch.column(name).to_pylist()
-            for name in _ENVELOPE_COLUMNS
-        }
-        positions = (
-            batch.column("position").to_pylist()
-            if "position" in batch.schema.names
-            else [None] * batch.num_rows
-        )
-        for position, version, kind, schema_version, data, *envelope in zip(
-            positions,
-            batch.column("version").to_pylist(),
-            batch.column("type").to_pylist(),
-            batch.column("schema_version").to_pylist(),
-            _data_objects(batch.column("data")),
-            *columns.values(),
-            strict=True,
-        ):
-            event = parse_stored_event(_envelope(*envelope), kind, data, schema_version)
-            yield LogRow(position, version, event)
+        yield from read_batch(batch)[0]
+
+
+Streams = tuple[list[str], list[str], list[str]]
+"""A batch's ``cluster``, ``group_id`` and ``timeline`` columns, row by row."""
+
+
+def read_batch(batch: pa.RecordBatch) -> tuple[list[LogRow], Streams]:
+    """A log batch's rows as events, and its stream columns (where its streams change).
+
+    Each event is made as the store reads one of today's schema version
+    (``parse_stored_event``: its data unvalidated), its envelope's dictionary given
+    whole; data of another version goes through ``parse_stored_event`` (upcast)."""
+    clusters, groups, timelines = (
+        batch.column(name).to_pylist() for name in ("cluster", "group_id", "timeline")
+    )
+    instants = _instants(batch.column("at"))
+    offsets = batch.column("at_offset_s").to_pylist()
+    if any(offsets):  # ``at`` in the zone it was written in (UTC is the instants' own)
+        instants = [
+            at if not offset else at.astimezone(_zone(offset))
+            for at, offset in zip(instants, offsets, strict=True)
+        ]
+    positions = (
+        batch.column("position").to_pylist()
+        if "position" in batch.schema.names
+        else [None] * batch.num_rows
+    )
+    models = {kind: (model.schema_version, model.trusted) for kind, model in EVENT_TYPES.items()}
+    every = every_field(Event)
+    rows: list[LogRow] = []
+    for position, version, kind, written, data, event_id, cluster, group, timeline, at in zip(
+        positions,
+        batch.column("version").to_pylist(),
+        batch.column("type").to_pylist(),
+        batch.column("schema_version").to_pylist(),
+        _data_objects(batch.column("data")),
+        batch.column("event_id").to_pylist(),
+        clusters,
+        groups,
+        timelines,
+        instants,
+        strict=True,
+    ):
+        fields = {"event_id": event_id, "cluster": cluster, "group": group}
+        fields |= {"timeline": timeline, "at": at}
+        model = models.get(kind)
+        if model is None or written != model[0]:
+            event = parse_stored_event(fields, kind, data, written)
+        else:
+            fields["data"] = model[1](data)
+            event = instance(Event, fields, every)
+        rows.append(LogRow(position, version, event))
+    return rows, (clusters, groups, timelines)

@@ -15,6 +15,7 @@ from benchmarks._fleet import fleet
 from kstore.cli import main
 from kstore.model import EVENT_TYPES, Event, TopicChanged
 from kstore.spark._export import export_store
+from kstore.spark._frames import _streams_of
 from kstore.spark._schema import (
     LogRow,
     arrow_to_events,
@@ -48,6 +49,24 @@ def test_events_round_trip_through_arrow(events: list[Event]) -> None:
     # Spark's tasks read the log a batch at a time; cut from a table, batches are slices.
     sliced = [row for batch in table.to_batches(max_chunksize=3) for row in arrow_to_events(batch)]
     assert sliced == rows
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 1000])
+def test_a_tasks_batches_are_cut_into_whole_streams(size: int) -> None:
+    # ``map_streams``'s tasks get a partition's rows sorted by stream then version, in
+    # batches cut anywhere: a stream across batches, a batch starting a stream, a batch
+    # of one row.
+    events = [e for e in fleet(4, 2) if e.group != "g00002"]
+    events += [e.model_copy(update={"timeline": "replay/x"}) for e in fleet(2, 1)]
+    rows = sorted(
+        (LogRow(i, i, e) for i, e in enumerate(events, start=1)),
+        key=lambda r: (r.event.cluster, r.event.group, r.event.timeline, r.version),
+    )
+    batches = events_to_arrow(rows).to_batches(max_chunksize=size)
+    streams = list(_streams_of(iter(batches)))
+    assert [row for stream in streams for row in stream] == rows
+    assert [s[0].event.stream for s in streams] == list(dict.fromkeys(r.event.stream for r in rows))
+    assert all(len({r.event.stream for r in stream}) == 1 for stream in streams)
 
 
 def _topic_changed_v2(monkeypatch: pytest.MonkeyPatch) -> None:
