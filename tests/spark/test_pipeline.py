@@ -320,6 +320,9 @@ def test_a_small_local_input_runs_the_first_jit_tier_only(
         return fit_jvm(master, conf, inputs).conf.get(option, "").split()
 
     assert c1 in options("local[2]", {}, [str(tmp_path)])
+    # The throughput collector for every local run, small or large.
+    assert "-XX:+UseParallelGC" in options("local[2]", {}, [str(tmp_path)])
+    assert "-XX:+UseParallelGC" in options("local[2]", {}, ["hdfs://h/log"])
     assert fit_jvm("local[2]", {option: "-Da=b"}, [str(small)]).conf == {option: "-Da=b"}
     assert fit_jvm("spark://h:7077", {}, [str(small)]).conf == {}  # executors elsewhere
     assert fit_jvm(None, {}, [str(small)]).conf == {}  # spark-submit's choice
