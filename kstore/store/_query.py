@@ -93,10 +93,19 @@ def _first_line(exc: BaseException) -> str:
 
 
 def run_sandboxed(
-    db: Any, sql: str, params: Mapping[str, Any] | Sequence[Any], reads: Readable
+    db: Any,
+    sql: str,
+    params: Mapping[str, Any] | Sequence[Any],
+    reads: Readable,
+    spill: Path,
 ) -> QueryResult:
     """Run the checked statement ``sql`` on ``db`` (a read-only DuckDB connection that
-    is closed afterwards: the locked configuration lives as long as it does)."""
+    is closed afterwards: the locked configuration lives as long as it does).
+
+    ``spill``: an empty folder of this query's own for DuckDB's temporary files. DuckDB
+    lets a query read its temporary directory whatever the sandbox says, and that was
+    ``./.tmp`` (of the working directory), where any file was readable."""
+    db.execute(f"SET temp_directory = {_literal_list([str(spill)])[1:-1]}")
     if reads.directories:
         db.execute(f"SET allowed_directories = {_literal_list(reads.directories)}")
     if reads.files:

@@ -1059,11 +1059,12 @@ class Store:
         statement = checked_statement(sql)
         reads = readable(read_paths)
         with (
+            tempfile.TemporaryDirectory(prefix="kstore-sql-") as spill,
             self._window(write=False, own=True) as conn,
             yielding_to_writers(self.path, conn._db.interrupt) as stepped_aside,
         ):
             try:
-                return run_sandboxed(conn._db, statement, params, reads)
+                return run_sandboxed(conn._db, statement, params, reads, Path(spill))
             except KstoreError:
                 if not stepped_aside.is_set():
                     raise

@@ -103,6 +103,22 @@ def test_every_escape_is_refused(filled: Store, tmp_path: Path, sql: str) -> Non
     assert _digest(filled.path) == digest
 
 
+def test_duckdbs_temporary_folder_is_the_querys_own_and_empty(
+    filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DuckDB lets a query read its temporary folder whatever the sandbox says; that was
+    # ./.tmp of the working directory, where a file put there was read (user trial).
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "s.txt").write_text("not yours")
+    for path in (".tmp/s.txt", str(tmp_path / ".tmp" / "s.txt")):
+        with pytest.raises(UsageError, match="--read"):
+            filled.query(f"SELECT content FROM read_text('{path}')")
+    allowed = filled.query("SELECT current_setting('allowed_directories')").rows[0][0]
+    assert len(allowed) == 1 and Path(allowed[0]).name.startswith("kstore-sql-")
+    assert not Path(allowed[0]).exists()  # removed with the query
+
+
 def test_reads_only_what_the_user_names(filled: Store, tmp_path: Path) -> None:
     folder = tmp_path / "metrics"
     folder.mkdir()
