@@ -156,6 +156,9 @@ def poll_groups(
     settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
+        # A setting kafka-python has no name for: refused before the "polling" line and
+        # the summary of 0 polls (it was refused by the first poll, in the retry loop).
+        settings.kafka_python()
         log.info("polling every %g s (%s)", seconds, settings.describe())
         poller = Poller(
             Store(store_path),
