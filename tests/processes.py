@@ -1,15 +1,16 @@
 """A process's children and whether a process still runs, read from Linux's /proc; a
-command run on a pseudo-terminal."""
+command run on a pseudo-terminal; the kstore command run to its end."""
 
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["alive", "children", "on_a_terminal", "plain"]
+__all__ = ["alive", "children", "kstore_cli", "on_a_terminal", "plain"]
 
 
 def _stat(pid: int | str) -> list[str] | None:
@@ -72,3 +73,25 @@ def on_a_terminal(
 def plain(shown: str) -> str:
     """What a terminal was sent, without colours and cursor moves."""
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+
+
+def kstore_cli(
+    store: Path,
+    *args: str,
+    cwd: Path | None = None,
+    stdin: str = "",
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """``kstore --store STORE ARGS...`` run to its end (within ``timeout`` seconds), its
+    output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        input=stdin,
+        env=env,
+        timeout=timeout,
+    )

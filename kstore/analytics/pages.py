@@ -30,7 +30,7 @@ from kstore._errors import UsageError
 from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
-from kstore.analytics.scope import replays
+from kstore.analytics.scope import replays, source_timelines
 from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
 
@@ -822,34 +822,51 @@ def _slug(cluster: str, group: str) -> str:
 def write_fleet(
     store: Store,
     out: Path,
-    timeline: str = "recorded",
     pages: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """``out``/index.html ranks every group (its ``timeline``) by churn, storms and
-    imbalance, linking to each group's report (written beside it when ``pages``;
-    ``progress(reports written, groups)`` after each)."""
+    """``out``/index.html ranks every group (its source timeline: ``recorded``, else
+    its one timeline that is no replay, as ``kstore replay`` starts from) by churn,
+    storms and imbalance, linking to each group's report (written beside it when
+    ``pages``; ``progress(reports written, groups)`` after each). No group with a
+    source timeline is an error, not a page ranking none."""
     import plotly.graph_objects as go
 
+    sourced = source_timelines(store)
+    sources = {key: name for key, name in sourced.items() if name is not None}
+    if not sources:
+        raise UsageError(
+            "--fleet: no group to rank: "
+            + (
+                "the store holds no group"
+                if not sourced
+                else "no group has a 'recorded' timeline or one timeline that is no replay "
+                f"({len(sourced):,} groups)"
+            )
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write: {exc.strerror}") from None
-    stats: dict[tuple[str, str], dict[str, Any]] = {}
-    for m in run_query(store, "metrics", {"timeline": timeline}).records():
-        row = stats.setdefault(
-            (m["cluster"], m["group"]),
-            {"cluster": m["cluster"], "group": m["group"], "rebalances": 0, "churn": 0,
-             "storm_rebalances": 0, "imbalances": [], "unassigned": 0},
-        )  # fmt: skip
-        row["rebalances"] += 1
-        row["churn"] += m["moved"]
-        row["unassigned"] += m["unassigned"]
-        if m["imbalance"] is not None:
-            row["imbalances"].append(m["imbalance"])
-    for t in run_query(store, "timeline", {"timeline": timeline}).records():
-        if t["storm"] and (t["cluster"], t["group"]) in stats:
-            stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
+    stats: dict[tuple[str, str], dict[str, Any]] = {
+        (cluster, group): {"cluster": cluster, "group": group, "timeline": timeline,
+                           "rebalances": 0, "churn": 0, "storm_rebalances": 0,
+                           "imbalances": [], "unassigned": 0}
+        for (cluster, group), timeline in sources.items()
+    }  # fmt: skip
+    for timeline in sorted(set(sources.values())):
+        for m in run_query(store, "metrics", {"timeline": timeline}).records():
+            if sources.get((m["cluster"], m["group"])) != timeline:
+                continue
+            row = stats[(m["cluster"], m["group"])]
+            row["rebalances"] += 1
+            row["churn"] += m["moved"]
+            row["unassigned"] += m["unassigned"]
+            if m["imbalance"] is not None:
+                row["imbalances"].append(m["imbalance"])
+        for t in run_query(store, "timeline", {"timeline": timeline}).records():
+            if t["storm"] and sources.get((t["cluster"], t["group"])) == timeline:
+                stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
     replayed = replays(store)
     for row in stats.values():
         found = replayed.get((row["cluster"], row["group"]), {})
@@ -868,13 +885,13 @@ def write_fleet(
         name = _slug(row["cluster"], row["group"])
         if pages:
             names = timelines_of(store, row["group"], row["cluster"])
-            write_report(store, row["group"], names, row["cluster"], out / name, timeline)
+            write_report(store, row["group"], names, row["cluster"], out / name, row["timeline"])
             if progress is not None:
                 progress(rank, len(rows))
         links.append(
             f"<tr><td>{rank}</td><td><a href='{html.escape(name)}'>"
             f"{html.escape(row['cluster'])}/{html.escape(row['group'])}</a></td>"
-            f"<td>{row['rebalances']}</td><td>{row['churn']}</td>"
+            f"<td>{html.escape(row['timeline'])}</td><td>{row['rebalances']}</td><td>{row['churn']}</td>"
             f"<td>{row['storm_rebalances']}</td>"
             f"<td>{'' if row['imbalance'] is None else format(row['imbalance'], '.3f')}</td>"
             f"<td>{row['unassigned']}</td><td>{row['replays']}</td></tr>"
@@ -889,10 +906,18 @@ def write_fleet(
     )
     figure.update_layout(title=f"Churn of the {len(top)} groups that move most", height=420)
     sections = [
-        f"<p class='note'>{len(rows)} groups, timeline {html.escape(timeline)}; ranked by "
-        "churn, then storm rebalances, then average imbalance</p>",
+        f"<p class='note'>{len(rows)} groups, each its source timeline (recorded, else "
+        "its one timeline that is no replay); ranked by churn, then storm rebalances, then "
+        "average imbalance</p>",
+        *(
+            f"<p class='partial'>not ranked: {html.escape(left)} (no 'recorded' timeline, "
+            "and more than one that is no replay)</p>"
+            for left in [", ".join(f"{c}/{g}" for (c, g), n in sourced.items() if n is None)]
+            if left
+        ),
         _plot("fleet"),
-        "<table><thead><tr><th>rank</th><th>group</th><th>rebalances</th><th>churn</th>"
+        "<table><thead><tr><th>rank</th><th>group</th><th>timeline</th><th>rebalances</th>"
+        "<th>churn</th>"
         "<th>storm rebalances</th><th>imbalance</th><th>unassigned</th>"
         "<th>replays (partial: not decided to the source's end)</th></tr></thead><tbody>"
         + "".join(links)

@@ -24,6 +24,7 @@ __all__ = [
     "replays",
     "resolve",
     "source_timeline",
+    "source_timelines",
     "unknown",
 ]
 
@@ -106,21 +107,44 @@ def replays(
     return found
 
 
+def _source_of(timelines: set[str], replayed: Iterable[str]) -> str | None:
+    """``recorded`` if among ``timelines``, else the one that is no replay; None when
+    that is not one."""
+    if "recorded" in timelines:
+        return "recorded"
+    candidates = timelines - set(replayed)
+    return next(iter(candidates)) if len(candidates) == 1 else None
+
+
 def source_timeline(store: Store, scope: Scope) -> str:
     """The timeline a replay of the group starts from when none is given: ``recorded``
     if the group has it, else the group's one timeline that is no replay (a simulated
     group's ``sim/<name>``); an error naming the candidates when that is not one."""
     assert scope.cluster is not None and scope.group is not None
     timelines = {s.timeline for s in scope.streams}
-    if "recorded" in timelines:
-        return "recorded"
     replayed = replays(store, scope.cluster, scope.group).get((scope.cluster, scope.group), {})
+    found = _source_of(timelines, replayed)
+    if found is not None:
+        return found
     candidates = sorted(timelines - set(replayed))
-    if len(candidates) == 1:
-        return candidates[0]
     where = f"{scope.cluster}/{scope.group}"
     listed = ", ".join(candidates or sorted(timelines))
     raise UsageError(f"group {where} has no 'recorded' timeline: give --from (one of: {listed})")
+
+
+def source_timelines(store: Store) -> dict[tuple[str, str], str | None]:
+    """Per (cluster, group) of the store, its source timeline by ``source_timeline``'s
+    rule; None where the rule finds none (no ``recorded`` and not one timeline that is
+    no replay)."""
+    timelines: dict[tuple[str, str], set[str]] = {}
+    for info in store.streams():
+        timelines.setdefault((info.stream.cluster, info.stream.group), set()).add(
+            info.stream.timeline
+        )
+    replayed = replays(store)
+    return {
+        key: _source_of(names, replayed.get(key, {})) for key, names in sorted(timelines.items())
+    }
 
 
 def _where(scope: Scope, prefix: str = "") -> tuple[str, list[Any]]:

@@ -23,19 +23,13 @@ from kstore.model import AssignmentCompleted, MemberJoined, RebalanceStarted, To
 from kstore.model.events import Event, EventError, parse_event
 from kstore.spark._ingest import _parse
 from kstore.store.log import Store
+from tests.processes import kstore_cli
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
 
 def _kstore(store: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        input=stdin,
-        timeout=120,
-    )
+    return kstore_cli(store, *args, stdin=stdin, timeout=120)
 
 
 def _raw(kind: str, data: dict[str, object], at: str = "2026-11-21T10:00:00Z") -> dict[str, object]:

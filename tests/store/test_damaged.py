@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from kstore.model import MemberJoined
 from kstore.model.events import Event
 from kstore.store.log import Store
+from tests.processes import kstore_cli
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 _HEADER = 3 * 4096
@@ -32,15 +32,7 @@ _EVENT = (
 
 def _kstore(store: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "KSTORE_LOCK_TIMEOUT"}
-    return subprocess.run(
-        [sys.executable, "-m", "kstore.cli", "--store", str(store), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        input=stdin,
-        env=env,
-        timeout=50,
-    )
+    return kstore_cli(store, *args, stdin=stdin, env=env, timeout=50)
 
 
 def _flip(path: Path, offset: int) -> None:

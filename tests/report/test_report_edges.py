@@ -1,0 +1,64 @@
+"""The report's edges a user trial found: a fleet of simulated groups, ``--out`` a
+folder, a simulated group's source among its replays, many timelines on one page."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.processes import kstore_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def ok(store: Path, *args: str, cwd: Path | None = None) -> str:
+    out = kstore_cli(store, *args, cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def usage_error(out: subprocess.CompletedProcess[str]) -> str:
+    """The one line of a usage error (exit 2, nothing on standard output)."""
+    assert out.returncode == 2 and out.stdout == "", (out.returncode, out.stdout, out.stderr)
+    assert out.stderr.startswith("kstore: error: ") and out.stderr.count("\n") == 1, out.stderr
+    return out.stderr
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three simulated groups (timelines sim/<name>, no recorded)."""
+    path = tmp_path_factory.mktemp("sim") / "kstore.duckdb"
+    ok(path, "init")
+    for example in ("eager-vs-cooperative", "flapping-member", "static-restart"):
+        ok(path, "simulate", str(EXAMPLES / f"{example}.yaml"))
+    return path
+
+
+def test_the_fleet_ranks_simulated_groups_by_their_source_timeline(
+    simulated: Path, tmp_path: Path
+) -> None:
+    said = ok(simulated, "report", "--fleet", "--out", str(tmp_path / "fleet"))
+    assert "ranking 3 groups" in said, said  # 0 groups, without a word, before
+    index = (tmp_path / "fleet" / "index.html").read_text()
+    rows = re.findall(r"<a href='[^']+'>default/([^<]+)</a></td><td>([^<]+)</td>", index)
+    assert sorted(rows) == [
+        ("eager-vs-cooperative", "sim/eager-vs-cooperative"),
+        ("flapping-member", "sim/flapping-member"),
+        ("static-restart", "sim/static-restart"),
+    ]
+
+
+def test_a_fleet_without_a_source_timeline_is_an_error(tmp_path: Path) -> None:
+    store = tmp_path / "kstore.duckdb"
+    ok(store, "init")
+    said = usage_error(kstore_cli(store, "report", "--fleet", "--out", str(tmp_path / "empty")))
+    assert "no group to rank: the store holds no group" in said
+    for name in ("sim/a", "sim/b"):  # two timelines, neither a replay: no source
+        ok(store, "simulate", str(EXAMPLES / "static-restart.yaml"), "--timeline", name)
+    said = usage_error(kstore_cli(store, "report", "--fleet", "--out", str(tmp_path / "two")))
+    assert "no group has a 'recorded' timeline or one timeline that is no replay" in said
+    assert not (tmp_path / "two").exists()
