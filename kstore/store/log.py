@@ -69,6 +69,7 @@ __all__ = [
     "AppendResult",
     "CheckpointWrite",
     "ConcurrencyError",
+    "NotAStoreError",
     "QueryResult",
     "SchemaError",
     "Store",
@@ -113,6 +114,35 @@ _NEW = _Known(0, 0, None, None)
 
 class SchemaError(KstoreError):
     """No store, or a store whose schema revision this code cannot use as it is."""
+
+
+class NotAStoreError(SchemaError, UsageError):
+    """A file at the store's path that is not a DuckDB database: the user's mistake
+    (another file given as the store), exit 2."""
+
+
+_MAGIC = b"DUCK"
+"""The bytes a DuckDB database file holds at ``_MAGIC_AT`` (after its header's checksum)."""
+_MAGIC_AT = 8
+
+
+def _foreign(path: Path, *, empty: bool) -> NotAStoreError | None:
+    """The error for a file at ``path`` that is not a DuckDB database (its header does
+    not start as DuckDB's do), else None (no file, or a DuckDB one). DuckDB itself opened
+    some such files as a database in memory (a ``.jsonl`` one: ``init`` said it created
+    the store and stored nothing) and called the others corrupt; a DuckDB file damaged
+    past its header stays DuckDB's to report (``corruption``). An empty file counts only
+    if ``empty`` (under the store's lock): before it, it may be a store being made, whose
+    header DuckDB writes at once, holding the lock."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_MAGIC_AT + len(_MAGIC))
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    if head[_MAGIC_AT:] == _MAGIC or not (head or empty):
+        return None
+    what = "not a DuckDB database file" if head else "an empty file"
+    return NotAStoreError(f"{path}: not a kstore store ({what}); kstore left it as it is")
 
 
 def _q(name: str) -> str:
@@ -547,6 +577,10 @@ class Store:
             raise SchemaError(
                 f"{self.path}: no store here; create it with `kstore --store {self.path} init`"
             )
+        # Checked before the lock, which leaves its files beside the one given.
+        foreign = _foreign(self.path, empty=False)
+        if foreign is not None:
+            raise foreign
         with store_lock(self.path, exclusive=write):
             try:
                 with self._opened(write, migrations, own) as conn:
@@ -567,7 +601,7 @@ class Store:
             except Exception as exc:
                 damaged = corruption(self.path, exc) if _database_error(exc) else None
                 if damaged is not None:
-                    raise damaged from None
+                    raise _foreign(self.path, empty=True) or damaged from None
                 raise
 
     @contextmanager

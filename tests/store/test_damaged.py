@@ -98,9 +98,28 @@ def test_a_flipped_bit_is_reported_as_damage_at_once(
     _assert_damaged(out, time.monotonic() - started)
 
 
-def test_a_file_that_is_not_duckdbs(tmp_path: Path) -> None:
-    path = tmp_path / "kstore.duckdb"
-    path.write_text("x\n")  # what `COPY ... TO` the store used to leave
-    started = time.monotonic()
-    out = _kstore(path, "streams")
-    _assert_damaged(out, time.monotonic() - started)
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("g.jsonl", _EVENT),  # DuckDB opened it as a database in memory: init said "created"
+        ("kstore.duckdb", "x\n"),  # what `COPY ... TO` the store used to leave
+        ("short", "ab"),
+        ("empty.duckdb", ""),
+    ],
+)
+@pytest.mark.parametrize("command", [("init",), ("streams",), ("append", "-")])
+def test_a_file_that_is_not_duckdbs_is_not_a_store(
+    tmp_path: Path, name: str, text: str, command: tuple[str, ...]
+) -> None:
+    """The user's mistake, not the disk's: exit 2, the file left as it was."""
+    path = tmp_path / name
+    path.write_text(text)
+    out = _kstore(path, *command, stdin=_EVENT)
+    what = "an empty file" if not text else "not a DuckDB database file"
+    assert (out.returncode, out.stdout) == (2, ""), out
+    assert out.stderr == (
+        f"kstore: error: {path}: not a kstore store ({what}); kstore left it as it is\n"
+    )
+    assert path.read_text() == text
+    if text:  # known before the lock is taken: no lock files beside it either
+        assert [p.name for p in tmp_path.iterdir()] == [name]
