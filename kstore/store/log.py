@@ -117,8 +117,9 @@ class SchemaError(KstoreError):
 
 
 class NotAStoreError(SchemaError, UsageError):
-    """A file at the store's path that is not a DuckDB database: the user's mistake
-    (another file given as the store), exit 2."""
+    """No store at the path given, or a file there that is not one (no DuckDB database,
+    or another program's): the user's mistake (a path mistyped, another file given as
+    the store, the store not made yet), exit 2."""
 
 
 _MAGIC = b"DUCK"
@@ -574,7 +575,7 @@ class Store:
         ``own``: a read in a DuckDB instance of its own (its threads, its settings: user
         SQL, whose sandbox changes them, and bulk reads), not the kept one (``_Kept``)."""
         if check and not self.path.exists():
-            raise SchemaError(
+            raise NotAStoreError(
                 f"{self.path}: no store here; create it with `kstore --store {self.path} init`"
             )
         # Checked before the lock, which leaves its files beside the one given.
@@ -665,7 +666,7 @@ class Store:
         if revision == HEAD:
             return
         if revision is None:
-            raise SchemaError(
+            raise NotAStoreError(
                 f"{self.path}: not a kstore store (no schema); "
                 f"create it with `kstore --store {self.path} init`"
             )

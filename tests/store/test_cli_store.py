@@ -147,7 +147,7 @@ def test_commands_on_a_missing_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, _, err = run(capsys, monkeypatch, "--store", str(tmp_path / "x.duckdb"), "streams")
-    assert code == 1 and "kstore --store" in err and "init" in err
+    assert code == 2 and "kstore --store" in err and "init" in err
 
 
 @pytest.mark.parametrize(
@@ -449,7 +449,7 @@ def test_append_to_a_missing_store_says_so_before_reading_its_input(tmp_path: Pa
     finally:
         writer.kill()
         writer.wait()
-    assert (writer.returncode, out) == (1, "")
+    assert (writer.returncode, out) == (2, "")
     assert err == (
         f"kstore: error: {missing}: no store here; create it with `kstore --store {missing} init`\n"
     )

@@ -85,11 +85,14 @@ def test_newer_store_is_refused(store: Store) -> None:
 
 
 def test_missing_or_foreign_store(tmp_path: Path) -> None:
-    with pytest.raises(SchemaError, match="no store here"):
+    """The user's mistake (a path mistyped, another DuckDB file): exit 2, as bad input."""
+    with pytest.raises(SchemaError, match="no store here") as missing:
         Store(tmp_path / "none.duckdb").streams()
+    assert missing.value.exit_code == 2
     assert not (tmp_path / "none.duckdb").exists()
     foreign = tmp_path / "foreign.duckdb"
     with duckdb.connect(str(foreign)) as connection:
         connection.execute("CREATE TABLE x (a INT)")
-    with pytest.raises(SchemaError, match="not a kstore store"):
+    with pytest.raises(SchemaError, match="not a kstore store") as other:
         Store(foreign).streams()
+    assert other.value.exit_code == 2
