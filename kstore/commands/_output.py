@@ -227,15 +227,28 @@ def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
     )
 
 
+def done_of_total() -> ProgressColumn:
+    """``2,363/9,093``: a bar's count as kstore prints counts (rich's own column has no
+    thousands separators: ``2363/9093`` beside ``1,229/s``)."""
+    from rich.progress import TextColumn
+
+    class _DoneOfTotal(TextColumn):
+        def render(self, task: Any) -> Text:
+            total = "?" if task.total is None else f"{int(task.total):,}"
+            return Text(f"{int(task.completed):,}/{total}")
+
+    return _DoneOfTotal("")
+
+
 @contextmanager
 def counting(label: str, unit: str) -> Iterator[Callable[[int, int], None]]:
     """On a terminal (stderr) a bar for ``label`` with the count of ``unit`` done and the
     time left, gone when done; yields the ``progress(done, total)`` that moves it."""
-    from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import TextColumn, TimeRemainingColumn
 
     bar = progress_bar(
         "{task.description}",
-        MofNCompleteColumn(),
+        done_of_total(),
         TextColumn(unit),
         TimeRemainingColumn(),
         show=sys.stderr.isatty(),

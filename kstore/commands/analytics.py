@@ -8,11 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.progress import (
-    MofNCompleteColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
 from kstore.analytics import Result, queries, run_query, run_sql
@@ -20,7 +16,13 @@ from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import check_params, resolve, source_timeline
-from kstore.commands._output import check_format, counting, print_rows, progress_bar
+from kstore.commands._output import (
+    check_format,
+    counting,
+    done_of_total,
+    print_rows,
+    progress_bar,
+)
 from kstore.commands._stop import stop_requested
 from kstore.model.strategies import strategy
 from kstore.store.log import Store
@@ -128,7 +130,7 @@ def replay_group(
     cluster, source = _source(store, cluster, group, source)
     bar = progress_bar(
         "replaying {task.description}",
-        MofNCompleteColumn(),
+        done_of_total(),
         TextColumn("source events"),
         TextColumn("{task.fields[rate]}/s"),
         TimeRemainingColumn(),

@@ -358,6 +358,19 @@ def test_a_progress_bar_with_rate_and_eta_on_a_terminal_only(tmp_path: Path) -> 
     assert "/s" in text
 
 
+def test_the_bars_count_says_thousands_as_kstore_does() -> None:
+    from rich.progress import Progress
+
+    from kstore.commands._output import done_of_total
+
+    column = done_of_total()
+    progress = Progress(column)
+    progress.add_task("x", total=9_093, completed=2_363)
+    assert str(column.render(progress.tasks[0])) == "2,363/9,093"  # was "2363/9093"
+    progress.add_task("y", total=None, completed=12_000)
+    assert str(column.render(progress.tasks[1])) == "12,000/?"
+
+
 def test_the_bar_keeps_its_figures_whole_in_a_narrow_terminal(tmp_path: Path) -> None:
     """A long group name used to push the count and the time left off an 80-column line
     (``1… source events 507/s 0:0…``); now the name shortens instead."""
