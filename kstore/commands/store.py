@@ -172,13 +172,14 @@ def print_state(
     store = Store(path)
     stream = resolve(store, cluster=cluster, group=group, timeline=timeline).stream()
     when = _time("--at", at)
-    # The store's answer past either end is the stream's first or last state; asked on
-    # the command line, such a point is a mistake to name, not an answer to give.
+    # The store's answer past either end is the stream's first or last state (version 0:
+    # the empty state before its first event, all nulls); asked on the command line, such
+    # a point is a mistake to name, not an answer to give.
     if at_version is not None or when is not None:
         info = next(s for s in store.streams() if s.stream == stream)
         last, first = info.events, info.first_at  # ``events``: the stream's version
-        if at_version is not None and not 0 <= at_version <= last:
-            raise UsageError(f"--at-version {at_version}: {stream} has versions 0 to {last}")
+        if at_version is not None and not 1 <= at_version <= last:
+            raise UsageError(f"--at-version {at_version}: {stream} has versions 1 to {last}")
         if when is not None and when < first:
             raise UsageError(f"--at {at}: before the first event of {stream} ({plain(first)})")
     state = store.state(stream, at_version=at_version, at_generation=at_generation, at=when)

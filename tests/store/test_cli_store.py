@@ -478,7 +478,8 @@ def test_state_outside_the_stream_is_an_error_not_its_first_or_last_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``--at-version -1`` and a time before the first event printed an empty state,
-    ``--at-version 99999`` the last one, and an unknown generation was exit 1."""
+    ``--at-version 99999`` the last one, and an unknown generation was exit 1. Versions
+    start at 1: ``--at-version 0`` printed the empty state (all nulls), exit 0."""
     monkeypatch.setenv("KSTORE_STORE", str(tmp_path / "s.duckdb"))
     assert run(capsys, monkeypatch, "init")[0] == 0
     source = tmp_path / "in.jsonl"
@@ -487,15 +488,16 @@ def test_state_outside_the_stream_is_an_error_not_its_first_or_last_state(
     state = ["state", "--group", "orders-consumers", "--cluster", "prod-eu", "--format", "csv"]
     stream = "prod-eu/orders-consumers/recorded"
     for option, value, message in (
-        ("--at-version", "-1", f"--at-version -1: {stream} has versions 0 to 2"),
-        ("--at-version", "3", f"--at-version 3: {stream} has versions 0 to 2"),
+        ("--at-version", "-1", f"--at-version -1: {stream} has versions 1 to 2"),
+        ("--at-version", "0", f"--at-version 0: {stream} has versions 1 to 2"),
+        ("--at-version", "3", f"--at-version 3: {stream} has versions 1 to 2"),
         ("--at", "2026-11-21T08:00:00Z", "--at 2026-11-21T08:00:00Z: before the first event "
          f"of {stream} (2026-11-21T09:00:01Z)"),
         ("--at-generation", "8", f"stream {stream} has no AssignmentCompleted of generation 8"),
     ):  # fmt: skip
         code, out, err = run(capsys, monkeypatch, *state, option, value)
         assert (code, out, err) == (2, "", f"kstore: error: {message}\n")
-    for option, value in (("--at-version", "0"), ("--at-version", "2"), ("--at", "2030-01-01")):
+    for option, value in (("--at-version", "1"), ("--at-version", "2"), ("--at", "2030-01-01")):
         assert run(capsys, monkeypatch, *state, option, value)[0] == 0
 
 
