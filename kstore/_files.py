@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kstore._errors import UsageError
 
-__all__ = ["named", "read_text", "text_lines", "write_text"]
+__all__ = ["check_out_file", "named", "read_text", "text_lines", "write_text"]
 
 
 def _decode(data: bytes, name: str, first: int = 1) -> str:
@@ -65,6 +65,25 @@ def text_lines(file: str | Path) -> Iterator[str]:
             yield _decode(line, str(file), number)
 
 
+def check_out_file(
+    given: str | Path, option: str = "--out", example: str = "kstore-report.html"
+) -> None:
+    """``given`` (as typed: a ``/`` at its end says a folder) can name a file to write
+    (``-``: standard output): not a folder (``.``, ``some/dir/``), in a folder that is
+    there; else one line saying so, before any work is done for it."""
+    text, file = str(given), Path(given)
+    if text == "-":
+        return
+    if text.endswith(("/", os.sep)) or file.name in ("", ".", "..") or file.is_dir():
+        raise UsageError(
+            f"{option} {text}: a folder; give a file name (e.g. {text.rstrip('/' + os.sep)}/"
+            f"{example})"
+        )
+    if not file.parent.is_dir():
+        what = "not a folder" if file.parent.exists() else "no such folder"
+        raise UsageError(f"{option} {text}: cannot write: {what}: {file.parent}")
+
+
 def write_text(file: Path, text: str, option: str = "--out") -> None:
     """Write ``text`` to ``file`` (``-``: standard output) whole or not at all: into a file
     beside it, then renamed over it, so a full disk or a Ctrl-C leaves any earlier
@@ -73,6 +92,7 @@ def write_text(file: Path, text: str, option: str = "--out") -> None:
     if str(file) == "-":
         sys.stdout.write(text)
         return
+    check_out_file(file, option)
     part = file.with_name(f".{file.name}.{os.getpid()}.part")
     try:
         try:

@@ -426,7 +426,7 @@ def advise_cmd(
 @app.command("report")
 def report_cmd(
     out: Annotated[
-        Path,
+        str,  # as typed: Path drops the "/" that says a folder
         typer.Option(
             "--out", help="The HTML file to write, - for standard output (--fleet: a folder)."
         ),

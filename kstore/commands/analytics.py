@@ -11,6 +11,7 @@ from typing import Any
 from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
+from kstore._files import check_out_file
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
@@ -254,11 +255,12 @@ def report(
     group: str | None,
     cluster: str | None,
     timelines: str | None,
-    out: Path,
+    out: str | Path,
     fleet: bool = False,
 ) -> None:
     from kstore.analytics.pages import write_fleet, write_report
 
+    given, out = out, Path(out)
     store = Store(path)
     to_stdout = str(out) == "-"
     if fleet or group is None:
@@ -270,6 +272,7 @@ def report(
             groups = write_fleet(store, out, progress=progress)
         print(f"wrote {out / 'index.html'} ranking {groups:,} groups, and their reports beside it")
         return
+    check_out_file(given)
     cluster, names = _timelines(store, group, cluster, timelines)
     with counting(f"report {cluster}/{group}", "parts") as progress:
         plots = write_report(store, group, names, cluster, out, progress=progress)

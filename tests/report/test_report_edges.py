@@ -62,3 +62,30 @@ def test_a_fleet_without_a_source_timeline_is_an_error(tmp_path: Path) -> None:
     said = usage_error(kstore_cli(store, "report", "--fleet", "--out", str(tmp_path / "two")))
     assert "no group has a 'recorded' timeline or one timeline that is no replay" in said
     assert not (tmp_path / "two").exists()
+
+
+FOLDER = "a folder; give a file name (e.g. {}/kstore-report.html)"
+
+
+@pytest.mark.parametrize(
+    ("out", "said"),
+    [
+        (".", FOLDER.format(".")),
+        ("some/dir/", FOLDER.format("some/dir")),
+        ("some/dir", FOLDER.format("some/dir")),
+        ("new/", FOLDER.format("new")),
+        ("nowhere/r.html", "cannot write: no such folder: nowhere"),
+        ("store/r.html", "cannot write: not a folder: store"),
+    ],
+)
+def test_out_a_folder_or_an_unwritable_path_is_one_line(
+    simulated: Path, tmp_path: Path, out: str, said: str
+) -> None:
+    (tmp_path / "some" / "dir").mkdir(parents=True)
+    (tmp_path / "store").write_text("a file")
+    # a traceback's ValueError (exit 1) for ".", before
+    found = usage_error(
+        kstore_cli(simulated, "report", "--group", "static-restart", "--out", out, cwd=tmp_path)
+    )
+    assert found == f"kstore: error: --out {out}: {said}\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["dir", "some", "store"]
