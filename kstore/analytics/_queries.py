@@ -64,12 +64,28 @@ def _strip_header(text: str) -> str:
     return "\n".join(lines).strip().rstrip(";")
 
 
+def _summary(name: str, text: str) -> str:
+    """The header's first sentence, over as many comment lines as it runs (the first
+    line alone cut ``query --list``'s summaries mid-sentence)."""
+    said: list[str] = []
+    for line in text.splitlines():
+        words = line.removeprefix("--").strip()
+        if not line.startswith("--") or not words or words.startswith(_PARAGRAPH_ENDS):
+            break
+        said.append(words)
+    paragraph = " ".join(said).removeprefix(f"{name}:").strip()
+    end = re.search(r"\.(\s|$)", paragraph)
+    return paragraph[: end.start()] if end else paragraph
+
+
+_PARAGRAPH_ENDS = ("Parameters:", "Required:")
+
+
 @cache
 def _load(name: str) -> Query:
     path = QUERIES_DIR / f"{name}.sql"
     text = path.read_text(encoding="utf-8")
-    first = text.splitlines()[0] if text else ""
-    summary = first.removeprefix("--").strip().removeprefix(f"{name}:").strip()
+    summary = _summary(name, text)
     required: tuple[str, ...] = ()
     for line in text.splitlines():
         if line.startswith("-- Required:"):

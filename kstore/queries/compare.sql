@@ -1,5 +1,5 @@
--- compare: one row per timeline of a group: whether it is complete (coverage.sql), its
--- rebalances, total churn (moved), new and revoked, average stickiness and imbalance,
+-- compare: one row per timeline of a group: whether it is complete (the coverage
+-- query), its rebalances, total churn (moved), new and revoked, average stickiness and imbalance,
 -- and total excess and unassigned (metrics.md), over the source versions it is compared
 -- on. A partial timeline is compared over the prefix it covers: every timeline given
 -- that answers the same source (the source itself and its replays) is summed over its

@@ -1,4 +1,4 @@
--- metrics: the per-rebalance numbers of docs/spec/metrics.md, one row per
+-- metrics: the per-rebalance numbers of metrics.md (kstore docs metrics), one row per
 -- AssignmentCompleted E, in stream order, with exactly that page's columns.
 -- Parameters: $cluster, $group, $timeline (each NULL: all).
 --

@@ -2,7 +2,7 @@
 -- row per time at which any of them completed a rebalance, and per timeline its
 -- metrics (metrics.md) at that time (replays keep the times of the events they replay),
 -- the source version the rebalance answers and whether its timeline is complete, up to
--- which source version it has decided (coverage.sql).
+-- which source version it has decided (the coverage query).
 -- Parameters: $group (required), $cluster (default 'default'), $timelines (comma
 -- separated; NULL: all of the group's).
 -- Required: $group

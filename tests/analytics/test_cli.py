@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kstore.analytics import queries
 from kstore.model import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
 from kstore.store.log import Store
 from tests.report.test_pages import chromium
@@ -70,6 +71,16 @@ def test_parameters_are_bound(filled: Path) -> None:
         filled, "sql", "SELECT count(DISTINCT group_id) AS n FROM kstore_events", "--format", "csv"
     )
     assert out.stdout.splitlines() == ["n", "2"]
+
+
+def test_each_querys_summary_is_its_first_sentence_whole() -> None:
+    # The header's first line alone was shown: "whether it is complete (coverage.sql), its"
+    summaries = {query.name: query.summary for query in queries()}
+    assert summaries["compare"].endswith("over the source versions it is compared on")
+    assert summaries["member_history"].endswith("the partitions it was given")
+    for name, summary in summaries.items():
+        assert not summary.endswith((",", " its", " per", " and", " or")), (name, summary)
+        assert ".sql" not in summary and "docs/" not in summary, (name, summary)
 
 
 def test_params_list_and_errors(filled: Path) -> None:
