@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from kstore._errors import UsageError
 from kstore._files import named, read_text
 from kstore.commands._stop import interrupted_says
-from kstore.model.events import EventError, parse_event_lines
+from kstore.model.events import Event, EventError, parse_event_lines
 from kstore.store.log import Store
 from kstore.store.writer import Writer
 
@@ -89,8 +89,31 @@ def append_events(path: Path, file: str) -> None:
             "had just committed); run the same command again: stored events are skipped, "
             "never stored twice"
         ):
-            result = Writer(store).write(events)
-    print(f"stored {result.stored:,}, already there {result.already:,}")
+            try:
+                result = Writer(store).write(events)
+            except EventError as exc:
+                raise _placed(exc, name, lines, events) from None
+    # The store keeps one of an event given twice: the rest are counted apart, so that
+    # the counts add up to the events read.
+    repeated = len(events) - result.stored - result.already
+    said = f", repeated in the input {repeated:,}" if repeated else ""
+    print(f"stored {result.stored:,}, already there {result.already:,}{said}")
+
+
+def _placed(exc: EventError, name: str, lines: list[str], events: list[Event]) -> EventError:
+    """The store's refusal of an event of the input (its id), naming the file and the
+    lines of the event (an event given twice as two facts: both); other errors as they
+    are."""
+    if exc.event_id is None:
+        return exc
+    places = exc.events or next(
+        ((n,) for n, event in enumerate(events, 1) if event.event_id == exc.event_id), ()
+    )
+    if not places:
+        return exc
+    numbers = [n for n, line in enumerate(lines, 1) if line.strip()]  # as read: blank skipped
+    where = " and ".join(str(numbers[n - 1]) for n in places)
+    return EventError(f"{name}: line{'s' if len(places) > 1 else ''} {where}: {exc.unplaced}")
 
 
 def _append_bar() -> Progress:

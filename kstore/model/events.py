@@ -71,7 +71,25 @@ __all__ = [
 
 
 class EventError(UsageError):
-    """A malformed event; the message names the line (when known) and the field."""
+    """A malformed event; the message names the line (when known) and the field.
+
+    An event refused for its id (``by_id``, ``conflict``) says which: ``event_id``, and
+    ``events``, its places in the batch (1 first) when known; ``unplaced`` is the
+    message without them, for a caller that names the places its own way (a file's
+    lines)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        event_id: str | None = None,
+        events: tuple[int, ...] = (),
+        unplaced: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.event_id = event_id
+        self.events = events
+        self.unplaced = message if unplaced is None else unplaced
 
 
 class StreamId(NamedTuple):
@@ -321,9 +339,13 @@ def by_id(events: Iterable[Event]) -> dict[str, Event]:
             continue
         why = difference(kept, event)
         if why is not None:
+            first = place[event.event_id]
             raise EventError(
-                f"event id {event.event_id!r}: events {place[event.event_id]} and {number} "
-                f"of the batch differ ({why}); nothing stored"
+                f"event id {event.event_id!r}: events {first} and {number} "
+                f"of the batch differ ({why}); nothing stored",
+                event_id=event.event_id,
+                events=(first, number),
+                unplaced=f"event id {event.event_id!r} given as two facts ({why}); nothing stored",
             )
     return unique
 
@@ -336,7 +358,8 @@ def conflict(stored: Event, position: int, version: int, given: Event) -> EventE
         return None
     return EventError(
         f"event id {given.event_id!r} is stored already (position {position}, "
-        f"{stored.stream} v{version}) as another fact ({why}, stored vs given); nothing stored"
+        f"{stored.stream} v{version}) as another fact ({why}, stored vs given); nothing stored",
+        event_id=given.event_id,
     )
 
 

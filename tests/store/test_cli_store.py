@@ -185,8 +185,9 @@ def test_events_without_ids_appended_twice_are_stored_once(
     assert run(capsys, monkeypatch, "init")[0] == 0
     first = run(capsys, monkeypatch, "append", str(source))
     again = run(capsys, monkeypatch, "append", str(source))
-    assert first[:2] == (0, "stored 2, already there 0\n"), first  # one instant: one fact
-    assert again[:2] == (0, "stored 0, already there 2\n"), again
+    # one instant: one fact, the line repeating it counted apart
+    assert first[:2] == (0, "stored 2, already there 0, repeated in the input 1\n"), first
+    assert again[:2] == (0, "stored 0, already there 2, repeated in the input 1\n"), again
     code, out, _ = run(capsys, monkeypatch, "events", "--group", "dup")
     assert code == 0 and len(out.splitlines()) == 2
 

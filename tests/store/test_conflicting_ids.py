@@ -76,21 +76,58 @@ def test_two_in_one_batch(any_store: EventStore) -> None:
     assert list(any_store.events()) == []
 
 
+def _append(store: Store, source: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "--store", str(store.path), "append", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def test_cli_append_names_both(store: Store, tmp_path: Path) -> None:
     first = _event("e1").to_json()
     second = _event("e1", data=MemberJoined(member_id="z", topics=["t"])).to_json()
     (tmp_path / "a.jsonl").write_text(first + "\n")
     (tmp_path / "b.jsonl").write_text(second + "\n")
 
-    def run(name: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kstore.cli", "--store", str(store.path), "append",
-             str(tmp_path / name)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-
-    assert run("a.jsonl").returncode == 0
-    out = run("b.jsonl")
+    assert _append(store, tmp_path / "a.jsonl").returncode == 0
+    out = _append(store, tmp_path / "b.jsonl")
     assert out.returncode == 2, out
     assert out.stderr.count("\n") == 1 and "'e1'" in out.stderr and "member_id" in out.stderr
     assert "'a'" in out.stderr and "'z'" in out.stderr
+
+
+def test_cli_append_names_the_file_and_lines_and_counts_every_line(
+    store: Store, tmp_path: Path
+) -> None:
+    """A line repeating an earlier one was in no count (`stored 2, already there 0` for
+    3 lines); an id stored already as another fact named no file nor line."""
+    first, second = _event("e1").to_json(), _event("e2", group="h").to_json()
+    other = _event("e2", group="h", data=MemberJoined(member_id="z", topics=["t"])).to_json()
+    files = {
+        "dup.jsonl": [first, second, second],
+        "stored.jsonl": ["", first, other],  # a blank line is a line of the file
+        "twice.jsonl": [_event("e3").to_json(), "", _event("e3", group="x").to_json()],
+    }
+    for name, lines in files.items():
+        (tmp_path / name).write_text("".join(line + "\n" for line in lines))
+
+    out = _append(store, tmp_path / "dup.jsonl")
+    assert (out.returncode, out.stdout) == (
+        0,
+        "stored 2, already there 0, repeated in the input 1\n",
+    )
+    out = _append(store, tmp_path / "stored.jsonl")
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.startswith(
+        f"kstore: error: {tmp_path / 'stored.jsonl'}: line 3: event id 'e2' is stored already "
+        "(position 2, "
+    ), out.stderr
+    out = _append(store, tmp_path / "twice.jsonl")
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr == (
+        f"kstore: error: {tmp_path / 'twice.jsonl'}: lines 1 and 3: event id 'e3' given as two "
+        "facts (group 'g' vs 'x'); nothing stored\n"
+    )
+    assert [s.event.event_id for s in store.events()] == ["e1", "e2"]
