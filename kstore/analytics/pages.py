@@ -30,7 +30,7 @@ from kstore._errors import UsageError
 from kstore._files import write_text
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
-from kstore.analytics.scope import replays, source_timelines
+from kstore.analytics.scope import group_source, replays, source_timelines
 from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
 
@@ -706,14 +706,18 @@ def write_report(
     timelines: Sequence[str],
     cluster: str,
     out: Path,
-    source: str = "recorded",
+    source: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Write the report; returns the number of plots in it. ``progress(parts done,
-    parts)`` after each part: the queries, rates and reasons, each timeline's ownership,
-    the page."""
+    """Write the report; returns the number of plots in it. ``source``: the group's
+    source timeline (default: ``recorded``, else its one timeline that is no replay),
+    first everywhere, then the others. ``progress(parts done, parts)`` after each part:
+    the queries, rates and reasons, each timeline's ownership, the page."""
     from kstore.analytics.advise import advice
 
+    if source is None:
+        source = group_source(store, cluster, group, timelines_of(store, group, cluster))
+    timelines = sorted(timelines, key=lambda name: name != source)  # stable: given order
     parts = 3 + len(timelines)
     told = progress or (lambda done, total: None)
 
@@ -750,9 +754,14 @@ def write_report(
         _table(table),
         *(f"<p class='partial'>{html.escape(line)}</p>" for line in partial(table)),
     ]
-    found = advice(store, group, cluster, source if source in timelines else timelines[0])
+    found = advice(store, group, cluster, source) if source is not None else None
     sections.append("<h2>Advice: which strategy would have moved least</h2>")
-    if found is None:
+    if source is None:
+        sections.append(
+            "<p class='note'>no source timeline to advise from: no 'recorded', and more "
+            "than one timeline that is no replay</p>"
+        )
+    elif found is None:
         sections.append(
             f"<p class='note'>no optimal replay yet: <code>kstore advise --group "
             f"{html.escape(group)}</code> replays the history with every strategy.</p>"

@@ -14,13 +14,15 @@ from collections.abc import Sequence
 
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result, run_query
+from kstore.analytics.scope import group_source
 from kstore.store.log import Store
 
 __all__ = ["compare", "partial", "strategies_of", "timelines_of"]
 
 
 def timelines_of(store: Store, group: str, cluster: str) -> list[str]:
-    """The group's timelines, ``recorded`` first."""
+    """The group's timelines, its source first (``recorded``, else its one timeline that
+    is no replay: ``scope.source_timeline``'s rule), then the others by name."""
     names = [
         info.stream.timeline
         for info in store.streams()
@@ -28,7 +30,8 @@ def timelines_of(store: Store, group: str, cluster: str) -> list[str]:
     ]
     if not names:
         raise UsageError(f"no timeline of group {group!r} in cluster {cluster!r}")
-    return sorted(names, key=lambda name: (name != "recorded", name))
+    source = group_source(store, cluster, group, names)
+    return sorted(names, key=lambda name: (name != source, name))
 
 
 def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) -> Result:

@@ -20,6 +20,7 @@ from kstore.store.log import Store
 __all__ = [
     "Scope",
     "check_params",
+    "group_source",
     "iso_time",
     "replays",
     "resolve",
@@ -130,6 +131,13 @@ def source_timeline(store: Store, scope: Scope) -> str:
     where = f"{scope.cluster}/{scope.group}"
     listed = ", ".join(candidates or sorted(timelines))
     raise UsageError(f"group {where} has no 'recorded' timeline: give --from (one of: {listed})")
+
+
+def group_source(store: Store, cluster: str, group: str, timelines: Iterable[str]) -> str | None:
+    """The source timeline of the group whose timelines are ``timelines`` by
+    ``source_timeline``'s rule; None where the rule finds none."""
+    replayed = replays(store, cluster, group).get((cluster, group), {})
+    return _source_of(set(timelines), replayed)
 
 
 def source_timelines(store: Store) -> dict[tuple[str, str], str | None]:

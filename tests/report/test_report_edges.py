@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import kstore_cli
+from tests.report.test_pages import figures_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -89,3 +90,36 @@ def test_out_a_folder_or_an_unwritable_path_is_one_line(
     )
     assert found == f"kstore: error: --out {out}: {said}\n"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["dir", "some", "store"]
+
+
+@pytest.fixture(scope="module")
+def advised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A simulated group (sim/flapping-member) replayed with every strategy (advise)."""
+    path = tmp_path_factory.mktemp("advised") / "kstore.duckdb"
+    ok(path, "init")
+    ok(path, "simulate", str(EXAMPLES / "flapping-member.yaml"))
+    ok(path, "advise", "--group", "flapping-member")
+    return path
+
+
+def test_a_simulated_groups_report_puts_its_source_first_and_advises_from_it(
+    advised: Path, tmp_path: Path
+) -> None:
+    page = tmp_path / "report.html"
+    ok(advised, "report", "--group", "flapping-member", "--out", str(page))
+    text = page.read_text()
+    advice = text.split("Advice: which", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td>\d+</td><td>([^<]*)</td><td>[^<]*</td><td>([^<]*)</td>", advice)
+    # the source labelled as the source (it was replay/cooperative-sticky, the first by name)
+    labelled = [(label, timeline) for label, timeline in rows if "(" in label]
+    assert labelled == [("sim/flapping-member (range)", "sim/flapping-member")], rows
+    compare = text.split("<h2>Compare</h2>", 1)[1].split("</table>", 1)[0]
+    firsts = re.findall(r"<tr><td>([^<]*)</td>", compare)
+    assert firsts[0] == "sim/flapping-member" and len(firsts) == 15
+    by_id = {f["id"]: f["figure"] for f in figures_of(text)}
+    assert by_id["rates"]["data"][0]["name"] == "sim/flapping-member"
+    assert by_id["reasons"]["data"][0]["name"] == "sim/flapping-member"
+    assert (
+        by_id["own0"]["layout"]["title"]["text"]
+        == "Ownership (sim/flapping-member): partition by time"
+    )
