@@ -17,9 +17,18 @@ from kstore._errors import UsageError
 __all__ = ["check_out_file", "named", "read_text", "text_lines", "write_text"]
 
 
+_BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark, which Windows editors (Notepad, PowerShell 5's Out-File)
+write at a file's start: not text of the file, so dropped there (as ``utf-8-sig``
+does; RFC 8259 lets a JSON reader ignore it). Elsewhere it is a character of the text."""
+
+
 def _decode(data: bytes, name: str, first: int = 1) -> str:
     """``data`` (its first line line ``first`` of ``name``) as UTF-8 text without NUL
-    bytes, else one line naming where it is not."""
+    bytes, else one line naming where it is not. A byte order mark at the file's start
+    is dropped (``_BOM``)."""
+    if first == 1:
+        data = data.removeprefix(_BOM)
     nul = data.find(b"\0")
     try:
         text = data.decode("utf-8")
@@ -45,7 +54,9 @@ def read_text(file: str | Path, what: str = "") -> str:
     name = f"{what} {file}".strip() if what else str(file)
     if str(file) == "-":
         buffer = getattr(sys.stdin, "buffer", None)
-        return sys.stdin.read() if buffer is None else _decode(buffer.read(), named(file))
+        if buffer is None:
+            return sys.stdin.read().removeprefix("\ufeff")
+        return _decode(buffer.read(), named(file))
     try:
         data = Path(file).read_bytes()
     except OSError as exc:

@@ -493,6 +493,8 @@ def decode_json_line(line: str, where: str = "") -> Any:
         except json.JSONDecodeError as exc:
             # json's "Unterminated string starting at" names the column itself
             problem = exc.msg.removesuffix(" at")
+            if exc.msg.startswith("Unexpected UTF-8 BOM"):  # not at the file's start
+                problem = "a byte order mark (U+FEFF), which only a file's start may have,"
             raise EventError(f"{where}not JSON: {problem} at column {exc.colno}") from None
         except RecursionError:
             raise EventError(f"{where}not JSON kstore reads: nested too deeply") from None

@@ -154,3 +154,42 @@ def test_an_unknown_strategy_in_a_request_names_the_nearest(path: Path, tmp_path
     one_line_error(out, "'rang'", "did you mean range")
     # the nearest alone: after the list of all 14 it wrapped a 100-column terminal 4 times
     assert b"known:" not in out.stderr and len(out.stderr) < 100, out.stderr
+
+
+_EXAMPLES = Path(__file__).parents[2] / "examples"
+_EVENT = (
+    b'{"event_id": "e1", "type": "MemberJoined", "group": "g", "at": "2026-01-02T00:00:00Z", '
+    b'"data": {"member_id": "m", "topics": ["t"]}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "text"),
+    [
+        (["append"], _EVENT),
+        (["assign"], (_EXAMPLES / "request.json").read_bytes()),
+        (["simulate"], (_EXAMPLES / "static-restart.yaml").read_bytes()),
+    ],
+)
+def test_a_byte_order_mark_at_the_start_is_no_part_of_the_text(
+    path: Path, tmp_path: Path, command: list[str], text: bytes
+) -> None:
+    """Windows editors write one; `append` refused it with Python's words: `line 1: not
+    JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) at column 1`."""
+    source = tmp_path / "windows.txt"
+    source.write_bytes(b"\xef\xbb\xbf" + text)
+    out = kstore(path, *command, str(source))
+    assert (out.returncode, out.stderr) == (0, b""), out
+    if command == ["append"]:
+        assert out.stdout == b"stored 1, already there 0\n"
+        again = kstore(path, "append", "-", stdin=b"\xef\xbb\xbf" + text)
+        assert again.stdout == b"stored 0, already there 1\n", again
+
+
+def test_a_byte_order_mark_inside_is_named_in_kstores_words(path: Path, tmp_path: Path) -> None:
+    joined = tmp_path / "joined.jsonl"  # two files of a Windows editor joined with cat
+    joined.write_bytes(b"\xef\xbb\xbf" + _EVENT + b"\xef\xbb\xbf" + _EVENT.replace(b"e1", b"e2"))
+    out = kstore(path, "append", str(joined))
+    one_line_error(out, f"{joined}: line 2: not JSON: a byte order mark (U+FEFF)")
+    assert "utf-8-sig" not in out.stderr.decode()
+    assert kstore(path, "events").stdout == b""  # nothing stored
