@@ -176,7 +176,13 @@ def events_cmd(
 def state_cmd(
     group: Annotated[str, typer.Option("--group", help="The group.")],
     cluster: _GroupClusterOpt = None,
-    timeline: Annotated[str, typer.Option("--timeline")] = "recorded",
+    timeline: Annotated[
+        str | None,
+        typer.Option(
+            "--timeline",
+            help="Default: recorded, or the group's one timeline that is no replay.",
+        ),
+    ] = None,
     at_version: Annotated[
         int | None, typer.Option("--at-version", help="After this stream version.")
     ] = None,

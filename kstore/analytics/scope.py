@@ -117,10 +117,11 @@ def _source_of(timelines: set[str], replayed: Iterable[str]) -> str | None:
     return next(iter(candidates)) if len(candidates) == 1 else None
 
 
-def source_timeline(store: Store, scope: Scope) -> str:
-    """The timeline a replay of the group starts from when none is given: ``recorded``
-    if the group has it, else the group's one timeline that is no replay (a simulated
-    group's ``sim/<name>``); an error naming the candidates when that is not one."""
+def source_timeline(store: Store, scope: Scope, option: str = "--from") -> str:
+    """The timeline a replay of the group starts from when none is given (and ``state``
+    shows): ``recorded`` if the group has it, else the group's one timeline that is no
+    replay (a simulated group's ``sim/<name>``); an error naming the candidates and
+    ``option`` when that is not one."""
     assert scope.cluster is not None and scope.group is not None
     timelines = {s.timeline for s in scope.streams}
     replayed = replays(store, scope.cluster, scope.group).get((scope.cluster, scope.group), {})
@@ -130,7 +131,7 @@ def source_timeline(store: Store, scope: Scope) -> str:
     candidates = sorted(timelines - set(replayed))
     where = f"{scope.cluster}/{scope.group}"
     listed = ", ".join(candidates or sorted(timelines))
-    raise UsageError(f"group {where} has no 'recorded' timeline: give --from (one of: {listed})")
+    raise UsageError(f"group {where} has no 'recorded' timeline: give {option} (one of: {listed})")
 
 
 def group_source(store: Store, cluster: str, group: str, timelines: Iterable[str]) -> str | None:

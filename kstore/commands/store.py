@@ -181,18 +181,22 @@ def print_state(
     *,
     cluster: str | None,
     group: str,
-    timeline: str,
+    timeline: str | None,
     at_version: int | None,
     at_generation: int | None,
     at: str | None,
     output: str,
 ) -> None:
     """``json`` is the fold's whole state; the other formats one row per member."""
-    from kstore.analytics.scope import resolve
+    from kstore.analytics.scope import resolve, source_timeline
     from kstore.commands._output import check_format, plain, print_rows
 
     check_format(output)
     store = Store(path)
+    if timeline is None:  # replay's rule: a simulated group's state needed --timeline
+        timeline = source_timeline(
+            store, resolve(store, cluster=cluster, group=group), "--timeline"
+        )
     stream = resolve(store, cluster=cluster, group=group, timeline=timeline).stream()
     when = _time("--at", at)
     # The store's answer past either end is the stream's first or last state (version 0:

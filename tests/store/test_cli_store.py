@@ -502,6 +502,27 @@ def test_state_outside_the_stream_is_an_error_not_its_first_or_last_state(
         assert run(capsys, monkeypatch, *state, option, value)[0] == 0
 
 
+def test_state_of_a_group_with_one_timeline_that_is_no_replay_needs_no_timeline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As replay's default: a simulated group's state said "no timeline 'recorded'"
+    unless given ``--timeline sim/NAME`` (user trial)."""
+    monkeypatch.setenv("KSTORE_STORE", str(tmp_path / "s.duckdb"))
+    store = initialised_store(tmp_path / "s.duckdb")
+    events = list(group_events("g", 5, seed=1))
+    store.append([e.model_copy(update={"timeline": "sim/g"}) for e in events])
+    code, out, err = run(capsys, monkeypatch, "state", "--group", "g")
+    assert (code, err) == (0, ""), err
+    assert json.loads(out)["timeline"] == "sim/g"
+    store.append([e.model_copy(update={"timeline": "sim/h"}) for e in group_events("g", 5, seed=2)])
+    code, out, err = run(capsys, monkeypatch, "state", "--group", "g")
+    assert (code, out) == (2, "")
+    assert err == (
+        "kstore: error: group default/g has no 'recorded' timeline: give --timeline "
+        "(one of: sim/g, sim/h)\n"
+    )
+
+
 def _interrupted_inside(store: Path, method: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``kstore ARGS`` with a Ctrl-C arriving once ``Store.METHOD`` has done its work inside
     the command's transaction (rows written, nothing committed)."""
