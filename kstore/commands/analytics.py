@@ -65,6 +65,10 @@ def _params(pairs: list[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--param: expected KEY=VALUE, not {pair!r}")
+        if key in params:  # the last one was taken, silently
+            raise UsageError(
+                f"--param {key} given twice ({params[key]!r}, {value!r}): give it once"
+            )
         params[key] = value
     return params
 

@@ -202,3 +202,15 @@ def test_times_print_as_the_events_do(filled: Path) -> None:
     }, out.stderr
     out = _kstore(filled, "sql", sql, "--format", "csv")
     assert out.stdout.splitlines()[1].startswith("2026-01-01T01:39:27.820Z,"), out.stdout
+
+
+@pytest.mark.parametrize("second", ["day", "hour"])
+def test_a_param_given_twice_is_an_error(filled: Path, second: str) -> None:
+    """`--param window=hour --param window=day` ran with `day`, saying nothing."""
+    out = _kstore(
+        filled, "query", "windows", "--param", "window=hour", "--param", f"window={second}"
+    )
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr == (
+        f"kstore: error: --param window given twice ('hour', '{second}'): give it once\n"
+    )
