@@ -266,16 +266,49 @@ def _plot(ident: str) -> str:
 # --- a group's report -------------------------------------------------------------------
 
 
-_LEGEND_ABOVE: dict[str, Any] = {
-    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.04, "x": 0},
-    "margin": {"t": 120},
-}
-"""Timelines named in a row above the plot: to its right, long names took a third of a
-narrow page from the plot."""
+_LEGEND_WIDTH = 600
+"""The legend's width on a narrow page (800 px, less a margin): its rows are counted at
+it (a wider page leaves a row blank)."""
+
+
+def _legend_above(title: str, names: Sequence[str], height: int) -> dict[str, Any]:
+    """Layout of a figure whose plots are ``height`` px tall, ``title`` at its top and
+    its timelines ``names`` named under it in rows above the plots: the top margin grows
+    with the rows (16 timelines' legend overprinted the title in a fixed one), and the
+    figure with it. To the plot's right, long names took a third of a narrow page."""
+    rows, used = 1, 0.0
+    for name in names:
+        entry = 40 + 6.2 * len(name)  # its symbol and gap, and the name (measured)
+        if used and used + entry > _LEGEND_WIDTH:
+            rows, used = rows + 1, 0.0
+        used += entry
+    top = 50 + 21 * rows + 50  # the title, the legend's rows, the first plot's own title
+    total = height + top
+    return {
+        "title": {"text": title, "yref": "container", "yanchor": "top", "y": 1 - 12 / total},
+        "legend": {"orientation": "h", "yref": "container", "yanchor": "top", "x": 0,
+                   "y": 1 - 50 / total, "maxheight": 1},  # not cut to half the figure
+        "margin": {"t": top},
+        "height": total,
+    }  # fmt: skip
+
+
+def _colour(index: int) -> str:
+    """The ``index``-th timeline's colour: 48 apart (plotly's 10 repeated from the 11th
+    of 16 timelines), Dark24's then Light24's."""
+    import plotly.colors
+
+    palette = [*plotly.colors.qualitative.Dark24, *plotly.colors.qualitative.Light24]
+    return str(palette[index % len(palette)])
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd, 101st, 111th."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, str]:
-    import plotly.colors
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -294,7 +327,6 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             "average imbalance (max - min load)",
         ),
     )
-    palette = plotly.colors.qualitative.Plotly
     # Bars sized in time, each timeline's side by side inside its bucket: plotly sizes
     # bars from the gaps between them, which one lone bucket does not have.
     bucket_ms = step.total_seconds() * 1000
@@ -306,10 +338,12 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
         # lines are drawn widest first, the later ones dashed: where timelines are equal
         # (two sticky replays' moves, a replay's imbalance and its source's) each shows
         # around and between the dashes of the next.
-        colour = palette[index % len(palette)]
+        colour = _colour(index)
         line = {
             "color": colour,
-            "width": 1.5 + 1.5 * (len(timelines) - 1 - index),
+            # 1.5 px wider each, up to 9 px in all (16 timelines' first was 24 px wide)
+            "width": 1.5
+            + min(1.5, 7.5 / max(1, len(timelines) - 1)) * (len(timelines) - 1 - index),
             "dash": _DASHES[index % len(_DASHES)],
         }
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
@@ -369,7 +403,8 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             col=1,
         )
     figure.update_layout(
-        height=720, barmode="group", title="Rates per time bucket (drag to zoom)", **_LEGEND_ABOVE
+        barmode="group",
+        **_legend_above("Rates per time bucket (drag to zoom)", timelines, 600),
     )
     figure.update_yaxes(
         type="log",
@@ -398,8 +433,11 @@ def _log_ticks(values: Sequence[float]) -> int | str:
 
 
 def _reasons(
-    rows: list[dict[str, Any]], timelines: Sequence[str], members: Set[str]
+    rows: list[dict[str, Any]], timelines: Sequence[str], members: Set[str], listed: Set[str]
 ) -> tuple[Any, Result]:
+    """Reasons by kind, a bar per timeline; the top reasons (by shape) of the timelines
+    ``listed`` (those that are no replay: a replay copies its source's reasons, and 15
+    replays' copies of one reason filled the list)."""
     import plotly.graph_objects as go
 
     shapes = Counter(
@@ -409,16 +447,22 @@ def _reasons(
     for (timeline, kind, _), n in shapes.items():
         kinds[timeline, kind] += n
     figure = go.Figure()
-    for timeline in timelines:
+    for index, timeline in enumerate(timelines):
         figure.add_trace(
-            go.Bar(x=REASON_KINDS, y=[kinds[timeline, k] for k in REASON_KINDS], name=timeline)
+            go.Bar(
+                x=REASON_KINDS,
+                y=[kinds[timeline, k] for k in REASON_KINDS],
+                name=timeline,
+                legendgroup=timeline,  # the legend packed in rows as the rates' is
+                marker_color=_colour(index),  # as in the rates
+            )
         )
     figure.update_layout(
-        title="Rebalance reasons by kind", barmode="group", height=380, **_LEGEND_ABOVE
+        barmode="group", **_legend_above("Rebalance reasons by kind", timelines, 260)
     )
     top = Result(
         ["timeline", "kind", "rebalances", "reason"],  # the count before the long text
-        [(t, k, n, reason) for (t, k, reason), n in shapes.most_common(15)],
+        [(t, k, n, reason) for (t, k, reason), n in shapes.most_common() if t in listed][:15],
     )
     return figure, top
 
@@ -626,7 +670,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         f"columns of {format_span(width)} each showing who held the partition longest in it; "
         f"{len(names)} owners (the colour bar names up to 30 holding most, a line apart; hover "
         f"names every owner), {len(moves_x)} moves"
-        + (f" (every {step}th marked)" if step > 1 else "")
+        + (f" (every {_ordinal(step)} marked)" if step > 1 else "")
         + f"; black: unowned most of the column ({unowned_cells} cells)"
     )
     return figure, note
@@ -773,12 +817,16 @@ def write_report(
         rates, step = _rates(rated, timelines)
         figures.append(("rates", rates))
         sections += [f"<h2>Rates (per {html.escape(step)})</h2>", cut, _plot("rates")]
-    reasons, top = _reasons(reasoned, timelines, _member_ids(store, group, cluster))
+    replayed = replays(store, cluster, group).get((cluster, group), {})
+    listed = [t for t in timelines if t not in replayed] or list(timelines)
+    reasons, top = _reasons(reasoned, timelines, _member_ids(store, group, cluster), set(listed))
     figures.append(("reasons", reasons))
     sections += ["<h2>Reasons</h2>", cut, _plot("reasons"), "<h3>Top reasons</h3>"]
     sections += [
-        "<p class='note'>member ids shown as &lt;member&gt;, instance ids as "
-        "&lt;instance&gt;, numbers as &lt;n&gt;</p>",
+        f"<p class='note'>of {html.escape(', '.join(listed))}"
+        + (" (replays copy their source's reasons)" if len(listed) < len(timelines) else "")
+        + "; member ids shown as &lt;member&gt;, instance ids as &lt;instance&gt;, numbers as "
+        "&lt;n&gt;</p>",
         _table(top),
     ]
     told(2, parts)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kstore.analytics.pages import _ordinal
 from tests.processes import kstore_cli
 from tests.report.test_pages import figures_of
 
@@ -102,12 +103,18 @@ def advised(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_a_simulated_groups_report_puts_its_source_first_and_advises_from_it(
-    advised: Path, tmp_path: Path
-) -> None:
-    page = tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def advised_page(advised: Path) -> str:
+    """The advised group's report (15 timelines: the source and 14 replays)."""
+    page = advised.parent / "report.html"
     ok(advised, "report", "--group", "flapping-member", "--out", str(page))
-    text = page.read_text()
+    return page.read_text()
+
+
+def test_a_simulated_groups_report_puts_its_source_first_and_advises_from_it(
+    advised_page: str,
+) -> None:
+    text = advised_page
     advice = text.split("Advice: which", 1)[1].split("</table>", 1)[0]
     rows = re.findall(r"<tr><td>\d+</td><td>([^<]*)</td><td>[^<]*</td><td>([^<]*)</td>", advice)
     # the source labelled as the source (it was replay/cooperative-sticky, the first by name)
@@ -123,3 +130,42 @@ def test_a_simulated_groups_report_puts_its_source_first_and_advises_from_it(
         by_id["own0"]["layout"]["title"]["text"]
         == "Ownership (sim/flapping-member): partition by time"
     )
+
+
+def test_many_timelines_differ_in_colour_and_their_legend_stays_under_the_title(
+    advised_page: str,
+) -> None:
+    by_id = {f["id"]: f["figure"] for f in figures_of(advised_page)}
+    for ident in ("rates", "reasons"):
+        layout = by_id[ident]["layout"]
+        bars = [t for t in by_id[ident]["data"] if t["type"] == "bar"]
+        colours = [t["marker"]["color"] for t in bars]
+        assert len(bars) == 15 and len(set(colours)) == 15, colours  # 10 repeated before
+        # title and legend placed in the figure's pixels: the title above, the legend
+        # under it, its rows (at most 3 of these names a row) inside the top margin
+        height, top = layout["height"], layout["margin"]["t"]
+        title_px = (1 - layout["title"]["y"]) * height
+        legend_px = (1 - layout["legend"]["y"]) * height
+        assert layout["legend"]["yref"] == layout["title"]["yref"] == "container"
+        assert title_px + 25 <= legend_px, (title_px, legend_px)
+        assert top - legend_px >= 21 * 5 + 20, (top, legend_px)  # the legend overprinted
+    assert (
+        by_id["rates"]["data"][0]["marker"]["color"]
+        == by_id["reasons"]["data"][0]["marker"]["color"]
+    )
+
+
+def test_top_reasons_are_the_sources_not_its_replays_copies(advised_page: str) -> None:
+    top = advised_page.split("<h3>Top reasons</h3>", 1)[1].split("</table>", 1)[0]
+    listed = re.findall(r"<tr><td>([^<]*)</td>", top)
+    assert listed and set(listed) == {"sim/flapping-member"}, listed
+    assert "of sim/flapping-member (replays copy their source's reasons)" in top
+
+
+@pytest.mark.parametrize(
+    ("n", "said"),
+    [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+     (13, "13th"), (21, "21st"), (22, "22nd"), (23, "23rd"), (101, "101st"), (111, "111th")],
+)  # fmt: skip
+def test_ordinals(n: int, said: str) -> None:
+    assert _ordinal(n) == said  # "every 3th marked" before
