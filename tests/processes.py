@@ -39,10 +39,10 @@ def alive(pid: int) -> bool:
 
 
 def on_a_terminal(
-    command: list[str], columns: int, stdout: Any = subprocess.DEVNULL
+    command: list[str], columns: int, stdout: Any = subprocess.DEVNULL, *, both: bool = False
 ) -> tuple[int, str]:
     """The exit code and what ``command`` wrote to stderr, a terminal ``columns`` wide
-    (its standard output to ``stdout``).
+    (its standard output to ``stdout``; to the terminal too when ``both``).
 
     The terminal is read while the command runs: a slow run (a loaded machine) redraws
     its bar more often than the terminal's buffer holds, and would block on it."""
@@ -50,7 +50,7 @@ def on_a_terminal(
     try:
         tty = subprocess.Popen(
             command,
-            stdout=stdout,
+            stdout=follower if both else stdout,
             stderr=follower,
             env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
         )

@@ -112,7 +112,13 @@ def _blocks(columns: Sequence[str], cells: list[list[str]], title: str | None, w
     room = max(width - name_width - 3, 8)
     out = [title] if title else []
     for number, row in enumerate(cells, start=1):
-        out.append(f"-[ row {number} ]".ljust(name_width + 1, "-") + "+" + "-" * (room + 1))
+        label = f"-[ row {number} ]"
+        # the "+" over the "|" while the label leaves room for it; the line as wide as
+        # the lines under it (it was wider by as much as the label is, and wrapped a "-")
+        if len(label) <= name_width + 1:
+            out.append(label.ljust(name_width + 1, "-") + "+" + "-" * (room + 1))
+        else:
+            out.append(label.ljust(name_width + room + 3, "-"))
         for name, value in zip(columns, row, strict=True):
             lines = [
                 piece

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kstore.model import AssignmentCompleted, Event, MemberJoined, RebalanceStarted, TopicChanged
+from tests.processes import on_a_terminal, plain
 from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -158,6 +159,20 @@ def test_tables_fit_the_terminal_without_cutting_numbers_or_ids(path: Path) -> N
     assert max(len(line) for line in out.stdout.splitlines()) <= 90
     assert MEMBER in out.stdout  # the id is whole, on one line
     assert "explanation" in _words(out.stdout)  # the text wrapped at spaces
+
+
+def test_a_block_per_row_fits_the_terminal_exactly(path: Path) -> None:
+    """Each block's header line as wide as the terminal: at 100 columns it was 101 (102
+    from row 10: the label is wider than the names), and a lone "-" wrapped."""
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(path), "events"]
+    code, shown = on_a_terminal(
+        [*command, "--group", "orders", "--format", "table"], 100, both=True
+    )
+    lines = plain(shown).split("\r\n")
+    headers = [line for line in lines if line.startswith("-[ row ")]
+    assert code == 0 and len(headers) >= 10, shown
+    assert {len(line) for line in headers} == {100}, [len(line) for line in headers]
+    assert max(len(line) for line in lines if not line.startswith("kstore: note")) <= 100
 
 
 def test_a_group_in_one_cluster_needs_no_cluster(path: Path) -> None:
