@@ -91,7 +91,10 @@ def test_unwritable_output(path: Path, tmp_path: Path) -> None:
     one_line_error(kstore(path, "report", "--group", "g", "--out", str(missing)), str(missing))
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    one_line_error(kstore(path, "report", "--group", "g", "--out", str(folder)), "cannot write")
+    one_line_error(
+        kstore(path, "report", "--group", "g", "--out", str(folder)),
+        "a folder; give a file name",
+    )
     # --out - is standard output, as input - is standard input (it wrote a file named -)
     out = subprocess.run(
         [
