@@ -14,6 +14,7 @@ from pathlib import Path
 from kstore._errors import UsageError
 from kstore._extras import require
 from kstore.commands._stop import stop_requested
+from kstore.record._failures import CONFIGURATION, ClientFailure
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
 
 __all__ = ["merge_reports_cmd", "parse_interval", "poll_groups", "record_offsets"]
@@ -158,7 +159,10 @@ def poll_groups(
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
         # A setting kafka-python has no name for: refused before the "polling" line and
         # the summary of 0 polls (it was refused by the first poll, in the retry loop).
-        settings.kafka_python()
+        try:
+            settings.kafka_python()
+        except UsageError as exc:  # said as the poll's own refusal said it
+            raise UsageError(ClientFailure(CONFIGURATION, str(exc)).line()) from None
         log.info("polling every %g s (%s)", seconds, settings.describe())
         poller = Poller(
             Store(store_path),

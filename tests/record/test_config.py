@@ -263,7 +263,12 @@ def test_kafka_tool_flags_and_a_setting_the_client_lacks(tmp_path: Path) -> None
     assert (poll.returncode, poll.stdout) == (2, ""), poll.stderr
     # One line, before anything starts: it printed "polling every 5 s (...)" first and
     # "0 polls, 0 events stored, 0 retries" after (the first poll refused the setting).
-    assert poll.stderr.startswith("kstore: error: setting sasl.oauthbearer.config (-X) has no")
+    assert poll.stderr.startswith(
+        "kstore: error: configuration: setting sasl.oauthbearer.config (-X) has no"
+    )
+    assert poll.stderr.endswith(
+        "(check --command-config, -X and KSTORE_KAFKA_* (Kafka's setting names))\n"
+    )
     assert poll.stderr.count("\n") == 1
     assert secret not in poll.stdout + poll.stderr
 
