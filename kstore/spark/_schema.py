@@ -30,7 +30,6 @@ import pyarrow.compute as pc
 from pydantic.fields import FieldInfo
 from pydantic_core import from_json
 
-from kstore.model._construct import every_field, instance
 from kstore.model.events import EVENT_TYPES, Event, parse_stored_event
 from kstore.store import catalogue
 
@@ -341,9 +340,8 @@ Streams = tuple[list[str], list[str], list[str]]
 def read_batch(batch: pa.RecordBatch) -> tuple[list[LogRow], Streams]:
     """A log batch's rows as events, and its stream columns (where its streams change).
 
-    Each event is made as the store reads one of today's schema version
-    (``parse_stored_event``: its data unvalidated), its envelope's dictionary given
-    whole; data of another version goes through ``parse_stored_event`` (upcast)."""
+    Each event is made as the store reads one (``parse_stored_event``: its data
+    unvalidated, upcast from another schema version)."""
     clusters, groups, timelines = (
         batch.column(name).to_pylist() for name in ("cluster", "group_id", "timeline")
     )
@@ -359,8 +357,6 @@ def read_batch(batch: pa.RecordBatch) -> tuple[list[LogRow], Streams]:
         if "position" in batch.schema.names
         else [None] * batch.num_rows
     )
-    models = {kind: (model.schema_version, model.trusted) for kind, model in EVENT_TYPES.items()}
-    every = every_field(Event)
     rows: list[LogRow] = []
     for position, version, kind, written, data, event_id, cluster, group, timeline, at in zip(
         positions,
@@ -375,13 +371,7 @@ def read_batch(batch: pa.RecordBatch) -> tuple[list[LogRow], Streams]:
         instants,
         strict=True,
     ):
-        fields = {"event_id": event_id, "cluster": cluster, "group": group}
-        fields |= {"timeline": timeline, "at": at}
-        model = models.get(kind)
-        if model is None or written != model[0]:
-            event = parse_stored_event(fields, kind, data, written)
-        else:
-            fields["data"] = model[1](data)
-            event = instance(Event, fields, every)
-        rows.append(LogRow(position, version, event))
+        envelope = {"event_id": event_id, "cluster": cluster, "group": group}
+        envelope |= {"timeline": timeline, "at": at}
+        rows.append(LogRow(position, version, parse_stored_event(envelope, kind, data, written)))
     return rows, (clusters, groups, timelines)
