@@ -889,7 +889,8 @@ def write_fleet(
     source timeline is an error, not a page ranking none."""
     import plotly.graph_objects as go
 
-    sourced = source_timelines(store)
+    replayed = replays(store)
+    sourced = source_timelines(store, replayed)
     sources = {key: name for key, name in sourced.items() if name is not None}
     if not sources:
         raise UsageError(
@@ -924,7 +925,6 @@ def write_fleet(
         for t in run_query(store, "timeline", {"timeline": timeline}).records():
             if t["storm"] and sources.get((t["cluster"], t["group"])) == timeline:
                 stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
-    replayed = replays(store)
     for row in stats.values():
         found = replayed.get((row["cluster"], row["group"]), {})
         cut = sum(1 for done in found.values() if not done)

@@ -124,10 +124,10 @@ def source_timeline(store: Store, scope: Scope, option: str = "--from") -> str:
     ``option`` when that is not one."""
     assert scope.cluster is not None and scope.group is not None
     timelines = {s.timeline for s in scope.streams}
-    replayed = replays(store, scope.cluster, scope.group).get((scope.cluster, scope.group), {})
-    found = _source_of(timelines, replayed)
+    found = group_source(store, scope.cluster, scope.group, timelines)
     if found is not None:
         return found
+    replayed = replays(store, scope.cluster, scope.group).get((scope.cluster, scope.group), {})
     candidates = sorted(timelines - set(replayed))
     where = f"{scope.cluster}/{scope.group}"
     listed = ", ".join(candidates or sorted(timelines))
@@ -141,16 +141,17 @@ def group_source(store: Store, cluster: str, group: str, timelines: Iterable[str
     return _source_of(set(timelines), replayed)
 
 
-def source_timelines(store: Store) -> dict[tuple[str, str], str | None]:
+def source_timelines(
+    store: Store, replayed: Mapping[tuple[str, str], Mapping[str, bool | None]]
+) -> dict[tuple[str, str], str | None]:
     """Per (cluster, group) of the store, its source timeline by ``source_timeline``'s
     rule; None where the rule finds none (no ``recorded`` and not one timeline that is
-    no replay)."""
+    no replay). ``replayed``: the store's ``replays`` (a fleet reads them once)."""
     timelines: dict[tuple[str, str], set[str]] = {}
     for info in store.streams():
         timelines.setdefault((info.stream.cluster, info.stream.group), set()).add(
             info.stream.timeline
         )
-    replayed = replays(store)
     return {
         key: _source_of(names, replayed.get(key, {})) for key, names in sorted(timelines.items())
     }
