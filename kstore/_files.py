@@ -98,17 +98,24 @@ def check_out_file(
 def write_text(file: Path, text: str, option: str = "--out") -> None:
     """Write ``text`` to ``file`` (``-``: standard output) whole or not at all: into a file
     beside it, then renamed over it, so a full disk or a Ctrl-C leaves any earlier
-    ``file`` as it was (it had been cut short). A folder missing, no permission, a full
+    ``file`` as it was (it had been cut short). A link is followed (the link stays, its
+    target gets the text); a FIFO or a device (``/dev/stdout``, ``/dev/full``) is written
+    through, never replaced by a regular file. A folder missing, no permission, a full
     disk: one line."""
     if str(file) == "-":
         sys.stdout.write(text)
         return
     check_out_file(file, option)
-    part = file.with_name(f".{file.name}.{os.getpid()}.part")
+    target = Path(os.path.realpath(file))
     try:
+        if target.exists() and not target.is_file():
+            with open(target, "w", encoding="utf-8") as through:
+                through.write(text)
+            return
+        part = target.with_name(f".{target.name}.{os.getpid()}.part")
         try:
             part.write_text(text, encoding="utf-8")
-            os.replace(part, file)
+            os.replace(part, target)
         except BaseException:
             with contextlib.suppress(OSError):
                 part.unlink(missing_ok=True)

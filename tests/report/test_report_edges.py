@@ -3,8 +3,11 @@ folder, a simulated group's source among its replays, many timelines on one page
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -169,3 +172,35 @@ def test_top_reasons_are_the_sources_not_its_replays_copies(advised_page: str) -
 )  # fmt: skip
 def test_ordinals(n: int, said: str) -> None:
     assert _ordinal(n) == said  # "every 3th marked" before
+
+
+def test_out_a_device_or_a_fifo_is_written_through_and_a_link_followed(
+    simulated: Path, tmp_path: Path
+) -> None:
+    """A rename over ``--out`` replaced ``/dev/full`` (and a FIFO) with a regular file,
+    and a link with a copy, before."""
+    full = Path("/dev/full")
+    assert full.is_char_device()
+    said = usage_error(
+        kstore_cli(simulated, "report", "--group", "static-restart", "--out", str(full))
+    )
+    assert said == "kstore: error: --out /dev/full: cannot write: No space left on device\n"
+    assert full.is_char_device()
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    read: list[str] = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_text()))
+    reader.start()
+    ok(simulated, "report", "--group", "static-restart", "--out", str(fifo))
+    reader.join(timeout=60)
+    assert read and read[0].startswith("<!DOCTYPE html>"), read[:1]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+    target, link = tmp_path / "reports" / "r.html", tmp_path / "latest.html"
+    target.parent.mkdir()
+    target.write_text("old")
+    link.symlink_to(target)
+    ok(simulated, "report", "--group", "static-restart", "--out", str(link))
+    assert link.is_symlink() and target.read_text().startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["r.html"]
