@@ -308,7 +308,23 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any, str]:
+def _equal_lines(
+    series: dict[str, tuple[list[datetime], list[float | None]]],
+) -> list[list[str]]:
+    """The timelines of ``series`` grouped by equal lines (the same points), in their
+    order: 15 timelines of an advised group draw 3 or 4 distinct moves lines, and drawn
+    one over another (widest first, dashed) they were a thick striped band at 800 px."""
+    groups: dict[tuple[tuple[datetime, float | None], ...], list[str]] = {}
+    for timeline, (x, y) in series.items():
+        groups.setdefault(tuple(zip(x, y, strict=True)), []).append(timeline)
+    return list(groups.values())
+
+
+def _rates(
+    metrics: list[dict[str, Any]], timelines: Sequence[str]
+) -> tuple[Any, str, dict[str, list[list[str]]]]:
+    """The rates figure, its bucket said as a reader says it, and by line (moved,
+    imbalance) the timelines of each line drawn (equal lines drawn once, the first's)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -331,21 +347,9 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     # bars from the gaps between them, which one lone bucket does not have.
     bucket_ms = step.total_seconds() * 1000
     width = bucket_ms * 0.8 / max(1, len(timelines))
-    plotted: list[float] = []  # the moves drawn, every timeline's (the log axis's ticks)
+    moved: dict[str, tuple[list[datetime], list[float | None]]] = {}
+    imbalance: dict[str, tuple[list[datetime], list[float | None]]] = {}
     for index, timeline in enumerate(timelines):
-        placed = {"width": width, "offset": bucket_ms * 0.1 + index * width}
-        # One colour per timeline in all three plots (the legend is the first plot's);
-        # lines are drawn widest first, the later ones dashed: where timelines are equal
-        # (two sticky replays' moves, a replay's imbalance and its source's) each shows
-        # around and between the dashes of the next.
-        colour = _colour(index)
-        line = {
-            "color": colour,
-            # 1.5 px wider each, up to 9 px in all (16 timelines' first was 24 px wide)
-            "width": 1.5
-            + min(1.5, 7.5 / max(1, len(timelines) - 1)) * (len(timelines) - 1 - index),
-            "dash": _DASHES[index % len(_DASHES)],
-        }
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
         for row in metrics:
             if row["timeline"] == timeline:
@@ -360,48 +364,54 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
             go.Bar(
                 x=x,
                 y=[sums[b][0] for b in x],
-                **placed,
+                width=width,
+                offset=bucket_ms * 0.1 + index * width,
                 name=timeline,
                 legendgroup=timeline,
-                marker_color=colour,
+                marker_color=_colour(index),  # one colour per timeline in all three plots
             ),
             row=1,
             col=1,
         )
+        middles = [b + step / 2 for b in x]  # at the middle of its bucket, as its bars
         # Moves span orders of magnitude (a sticky replay ~15 per bucket beside its
-        # source's ~1,000): a line per timeline on a log scale; no move is a gap (log 0
-        # is no number), a bucket between gaps a marker (no line reaches it).
-        moved = [sums[b][1] or None for b in x]
-        plotted += [m for m in moved if m]
-        figure.add_trace(
-            go.Scatter(
-                x=[b + step / 2 for b in x],
-                y=moved,
-                mode="lines+markers",
-                marker={"size": 7 if len(x) <= _MARKED else _lone(moved, 6)},
-                name=timeline,
-                legendgroup=timeline,
-                showlegend=False,
-                line=line,
-                hovertemplate="%{y:,} moved<extra>%{fullData.name}</extra>",
-            ),
-            row=2,
-            col=1,
+        # source's ~1,000): a log scale; no move is a gap (log 0 is no number).
+        moved[timeline] = (middles, [sums[b][1] or None for b in x])
+        imbalance[timeline] = (
+            middles,
+            [sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],
         )
-        figure.add_trace(
-            go.Scatter(
-                x=[b + step / 2 for b in x],  # at the middle of its bucket, as its bars
-                y=[sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],
-                # a lone bucket draws no line: markers too while there are few
-                mode="lines" if len(x) > _MARKED else "lines+markers",
-                name=timeline,
-                legendgroup=timeline,
-                showlegend=False,
-                line=line,
-            ),
-            row=3,
-            col=1,
-        )
+    plotted = [m for _, y in moved.values() for m in y if m]  # the log axis's ticks
+    equal: dict[str, list[list[str]]] = {}
+    for plot, series, what in ((2, moved, "moved"), (3, imbalance, "imbalance")):
+        groups = equal[what] = _equal_lines(series)
+        for rank, names in enumerate(groups):
+            x, y = series[names[0]]
+            # Distinct lines that meet (a replay's imbalance and its source's, for a
+            # while) are drawn widest first, the later ones dashed, each showing around
+            # and between the dashes of the next: 1.5 px wider each, up to 9 px.
+            line = {
+                "color": _colour(timelines.index(names[0])),
+                "width": 1.5 + min(1.5, 7.5 / max(1, len(groups) - 1)) * (len(groups) - 1 - rank),
+                "dash": _DASHES[rank % len(_DASHES)],
+            }
+            also = f" (also {len(names) - 1:,} more: see the note)" if len(names) > 1 else ""
+            figure.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    # a lone bucket (between gaps) draws no line: a marker shows it
+                    mode="lines+markers",
+                    marker={"size": 7 if len(x) <= _MARKED else _lone(y, 6)},
+                    name=names[0],
+                    legendgroup=names[0],
+                    showlegend=False,
+                    line=line,
+                    hovertemplate=f"%{{y:,}} {what}<extra>%{{fullData.name}}{also}</extra>",
+                ),
+                row=plot,
+                col=1,
+            )
     figure.update_layout(
         barmode="group",
         **_legend_above("Rates per time bucket (drag to zoom)", timelines, 600),
@@ -409,27 +419,47 @@ def _rates(metrics: list[dict[str, Any]], timelines: Sequence[str]) -> tuple[Any
     figure.update_yaxes(
         type="log",
         title_text="moved (log)",
-        dtick=_log_ticks(plotted),
-        exponentformat="none",
-        separatethousands=True,
+        tickvals=(ticks := _log_ticks(plotted)),
+        ticktext=[f"{t:,}" for t in ticks],
         row=2,
         col=1,
     )
     figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
     # a bucket's width either side, so that one bucket alone is not stretched edge to edge
     figure.update_xaxes(range=[start - step, _floor(end, start, step) + 2 * step])
-    return figure, format_span(step)
+    return figure, format_span(step), equal
 
 
-def _log_ticks(values: Sequence[float]) -> int | str:
-    """Ticks of a log axis over ``values``: a tick per power of ten (1, 10, 100) when
-    they span two decades or more; 2 and 5 between when they span one; every digit
-    within one (a tick per power of ten left one tick or none: moves of 4 to 10 sat
-    beside a lone "10")."""
-    if not values:
-        return "D1"
-    span = max(values) / min(values)
-    return 1 if span >= 100 else "D2" if span >= 10 else "D1"
+def _drawn_once(drawn: dict[str, list[list[str]]]) -> list[str]:
+    """A note naming the timelines whose lines were drawn once (``_rates``), if any."""
+    said = [
+        f"{what}: " + "; ".join(f"{' = '.join(names)}" for names in groups if len(names) > 1)
+        for what, groups in drawn.items()
+        if any(len(names) > 1 for names in groups)
+    ]
+    if not said:
+        return []
+    return [
+        "<p class='note'>equal lines drawn once, in the first one's colour: "
+        + html.escape(" | ".join(said))
+        + "</p>"
+    ]
+
+
+def _log_ticks(values: Sequence[float]) -> list[int]:
+    """Ticks of a log axis over ``values`` (whole numbers from 1), labelled in full: a
+    tick per power of ten (1, 10, 100) when they span two decades or more; 2 and 5
+    between down to a span of 4; every digit within that (a tick per power of ten left
+    one tick or none: moves of 4 to 10 sat beside a lone "10"). Plotly's own digit
+    ticks label 20 as "2", which read as two above the 10."""
+    low, high = (min(values), max(values)) if values else (1, 10)
+    span = high / low
+    # every digit crowds at a decade's top (8, 9, 10 on 15 px) beyond a span of 4
+    digits = (1,) if span >= 100 else (1, 2, 5) if span >= 4 else range(1, 10)
+    ticks = [d * 10**k for k in range(len(str(int(high))) + 1) for d in digits]
+    below = max((t for t in ticks if t <= low), default=1)
+    above = min(t for t in ticks if t >= high)
+    return [t for t in ticks if below <= t <= above]
 
 
 def _reasons(
@@ -814,9 +844,10 @@ def write_report(
         sections.append(_table(found))
     told(1, parts)
     if rated:
-        rates, step = _rates(rated, timelines)
+        rates, step, drawn = _rates(rated, timelines)
         figures.append(("rates", rates))
         sections += [f"<h2>Rates (per {html.escape(step)})</h2>", cut, _plot("rates")]
+        sections += _drawn_once(drawn)
     replayed = replays(store, cluster, group).get((cluster, group), {})
     listed = [t for t in timelines if t not in replayed] or list(timelines)
     reasons, top = _reasons(reasoned, timelines, _member_ids(store, group, cluster), set(listed))

@@ -377,7 +377,7 @@ def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
 
     at = datetime(2026, 1, 1, 0, 0, 6, tzinfo=UTC)
     metrics = [{"timeline": t, "at": at, "moved": 3, "imbalance": 0} for t in ("sim/a", "replay/b")]
-    figure, step = _rates(metrics, ["sim/a", "replay/b"])
+    figure, step, drawn = _rates(metrics, ["sim/a", "replay/b"])
     bucket_ms = timedelta(seconds=1) / timedelta(milliseconds=1)
     assert step == "1 s"
     bars = [t for t in figure.data if t.type == "bar"]
@@ -391,7 +391,10 @@ def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
     low, high = (datetime.fromisoformat(str(v)) for v in figure.layout.xaxis.range)
     assert low.replace(tzinfo=UTC) < at and high.replace(tzinfo=UTC) > at + timedelta(seconds=1)
     lines = [t for t in figure.data if t.type == "scatter"]
-    assert len(lines) == 4 and all("markers" in line.mode for line in lines)
+    # the two timelines' equal lines drawn once, the first's, and said so
+    assert [line.name for line in lines] == ["sim/a", "sim/a"]
+    assert all("markers" in line.mode for line in lines)
+    assert drawn == {"moved": [["sim/a", "replay/b"]], "imbalance": [["sim/a", "replay/b"]]}
 
 
 def test_a_replays_few_moves_read_beside_its_sources_many() -> None:
@@ -406,7 +409,7 @@ def test_a_replays_few_moves_read_beside_its_sources_many() -> None:
         for i in range(200)
         for t, moved in zip(timelines, (1000 + i, 15 + i % 3), strict=True)
     ]
-    figure, _ = _rates(metrics, timelines)
+    figure, _, _ = _rates(metrics, timelines)
     moved = [t for t in figure.data if t.yaxis == "y2"]
     assert [t.name for t in moved] == timelines
     assert figure.layout.yaxis2.type == "log"
@@ -419,7 +422,7 @@ def test_a_replays_few_moves_read_beside_its_sources_many() -> None:
     # a bucket of nothing moved is a gap on a log scale, not a point at 1 (log 0 = 0);
     # a bucket between two gaps, which no line reaches, is a marker
     metrics[1]["moved"] = metrics[5]["moved"] = 0
-    figure, _ = _rates(metrics, timelines)
+    figure, _, _ = _rates(metrics, timelines)
     small = next(t for t in figure.data if t.yaxis == "y2" and t.name == "replay/sticky")
     assert small.y[0] is None and small.y[1] is not None and small.y[2] is None
     assert "markers" in small.mode and small.marker.size[1] > 0
@@ -502,10 +505,12 @@ def test_storms_are_counted_per_timeline() -> None:
 
 
 def test_a_log_axis_within_two_decades_ticks_between_the_powers_of_ten() -> None:
-    assert _log_ticks([4, 7, 10]) == "D1"  # was one tick, 10, beside every point
-    assert _log_ticks([3, 250]) == "D2"  # 5, 10, 20, 50, 100, 200
-    assert _log_ticks([3, 1_200]) == 1  # 10, 100, 1,000: no crowding
-    assert _log_ticks([]) == "D1"
+    assert _log_ticks([4, 7, 10]) == [4, 5, 6, 7, 8, 9, 10]  # was one tick, 10
+    assert _log_ticks([3, 18]) == [2, 5, 10, 20]  # 20 was labelled "2"; 8, 9, 10 crowded
+    assert _log_ticks([3, 250]) == [2, 5, 10, 20, 50, 100, 200, 500]
+    assert _log_ticks([3, 1_200]) == [1, 10, 100, 1_000, 10_000]  # no crowding
+    assert _log_ticks([1_000_000]) == [1_000_000]
+    assert _log_ticks([]) == [1, 2, 5, 10]
 
 
 def test_the_anomalies_note_says_what_is_not_listed_and_why() -> None:

@@ -204,3 +204,22 @@ def test_out_a_device_or_a_fifo_is_written_through_and_a_link_followed(
     ok(simulated, "report", "--group", "static-restart", "--out", str(link))
     assert link.is_symlink() and target.read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in target.parent.iterdir()) == ["r.html"]
+
+
+def test_equal_lines_of_many_timelines_are_drawn_once_and_named(advised_page: str) -> None:
+    """15 timelines drew 15 moves lines one over another, widest first and dashed: at
+    800 px a thick striped band where 3 distinct lines were (a user trial). Each distinct
+    line is drawn once, in its first timeline's colour, and a note names the rest."""
+    by_id = {f["id"]: f["figure"] for f in figures_of(advised_page)}
+    lines = [t for t in by_id["rates"]["data"] if t["type"] == "scatter"]
+    moved = [t for t in lines if t["yaxis"] == "y2"]
+    distinct = {tuple(t["y"]) for t in moved}
+    assert len(moved) == len(distinct) < 15, [t["name"] for t in moved]
+    note = re.search(r"<p class='note'>equal lines drawn once[^<]*</p>", advised_page)
+    assert note is not None
+    named = {
+        n.strip()
+        for part in note.group(0).split("moved: ")[1].split(" | ")[0].split(";")
+        for n in part.split("=")
+    }
+    assert named | {t["name"] for t in moved} >= {t["name"] for t in by_id["rates"]["data"]}
