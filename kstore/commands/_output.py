@@ -151,8 +151,8 @@ def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) ->
         least = whole
     elif sum(least) > room:
         print(
-            f"kstore: note: the table needs {sum(least) + overhead} columns, the terminal "
-            f"has {width}: a block per row (--format csv for a line per row)",
+            f"kstore: note: the table needs {sum(least) + overhead:,} columns, {width:,} here: "
+            "a block per row (or --format csv)",  # 108 wide, it wrapped at 100
             file=sys.stderr,
         )
         _blocks(columns, cells, title, width)
