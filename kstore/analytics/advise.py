@@ -8,12 +8,15 @@ strategy, best first, with its protocol (from the catalogue) and how far it is f
 optimal. Disruption is churn plus partitions left without an owner for a round (what a
 cooperative round withholds): both stop a partition being consumed. A partial replay
 (``complete`` false) is ranked with the others over the prefix of the source it covers,
-as ``compare`` sums them.
+as ``compare`` sums them. ``verdict`` says the table in lines (the strategy that moved
+least, the least disruptive of each protocol, the eager caveat): what ``kstore advise``
+prints under its table and the report under its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result
@@ -22,7 +25,7 @@ from kstore.analytics.report import compare, strategies_of, timelines_of
 from kstore.model.strategies import CATALOGUE, known_protocol
 from kstore.store.log import Store
 
-__all__ = ["ADVICE_COLUMNS", "advice", "advise"]
+__all__ = ["ADVICE_COLUMNS", "advice", "advise", "against_optimal", "verdict"]
 
 ADVICE_COLUMNS = [
     "rank",
@@ -91,3 +94,38 @@ def advise(
     if found is None:  # cannot happen: optimal was replayed above
         raise UsageError(f"no optimal timeline of {cluster}/{group}")
     return found
+
+
+def against_optimal(value: int) -> str:
+    return f"{value:,} above optimal" if value >= 0 else f"{-value:,} below optimal"
+
+
+def verdict(table: Result, source: str) -> list[str]:
+    """What the advice ``table`` says, in lines: the strategy that moved least, then the
+    least of each protocol (none without a strategy but optimal and ``source``).
+    Disruption counts moved and unassigned partitions only, so an eager history pays
+    nothing for its rebalances' pause (every partition revoked until each one ends): the
+    lone verdict ranked eager sticky above cooperative-sticky, whose withheld partitions
+    it does count (user trial). The protocols are said apart."""
+    ranked = [r for r in table.records() if r["strategy"] != "optimal" and r["timeline"] != source]
+    if not ranked:
+        return []
+    best = ranked[0]
+    lines = [
+        f"would have moved least: {best['strategy']} ({best['protocol']} protocol), "
+        f"churn {best['churn']:,} ({against_optimal(best['churn_above_optimal'])}), "
+        f"disruption {best['disruption']:,} "
+        f"({against_optimal(best['disruption_above_optimal'])})"
+    ]
+    per: dict[str, dict[str, Any]] = {}
+    for row in ranked:
+        per.setdefault(row["protocol"], row)
+    if len(per) > 1:
+        said = ", ".join(f"{p} {r['strategy']} {r['disruption']:,}" for p, r in per.items())
+        lines.append(f"least disruption by protocol: {said}")
+        if "eager" in per:
+            lines.append(
+                "an eager rebalance also stops every partition of the group until it "
+                "ends, which disruption does not count: compare protocols with that in mind"
+            )
+    return lines

@@ -787,7 +787,7 @@ def write_report(
     source timeline (default: ``recorded``, else its one timeline that is no replay),
     first everywhere, then the others. ``progress(parts done, parts)`` after each part:
     the queries, rates and reasons, each timeline's ownership, the page."""
-    from kstore.analytics.advise import advice
+    from kstore.analytics.advise import advice, verdict
 
     if source is None:
         source = group_source(store, cluster, group, timelines_of(store, group, cluster))
@@ -840,8 +840,9 @@ def write_report(
             f"<p class='note'>no optimal replay yet: <code>kstore advise --group "
             f"{html.escape(group)}</code> replays the history with every strategy.</p>"
         )
-    else:
+    else:  # the table, and what kstore advise says under it
         sections.append(_table(found))
+        sections += [f"<p class='verdict'>{html.escape(v)}</p>" for v in verdict(found, source)]
     told(1, parts)
     if rated:
         rates, step, drawn = _rates(rated, timelines)

@@ -297,7 +297,7 @@ def print_advice(
     strategies: str | None,
     output: str,
 ) -> None:
-    from kstore.analytics.advise import advise
+    from kstore.analytics.advise import advise, verdict
 
     check_format(output)
     names = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
@@ -307,39 +307,6 @@ def print_advice(
     cluster, source = _source(store, cluster, group, source)
     table = advise(store, group, cluster, source, names)
     print_result(table, output, title=f"advice for {cluster}/{group} ({source})")
-    rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
-    real = [r for r in rows if r["strategy"] != "optimal" and r["timeline"] != source]
-    if output == "table" and real:
-        for line in _verdict(real):
+    if output == "table":
+        for line in verdict(table, source):
             print(line)
-
-
-def _against_optimal(value: int) -> str:
-    return f"{value:,} above optimal" if value >= 0 else f"{-value:,} below optimal"
-
-
-def _verdict(ranked: list[dict[str, Any]]) -> list[str]:
-    """What ``advise`` says under its table: the strategy that moved least, then the
-    least of each protocol. Disruption counts moved and unassigned partitions only, so an
-    eager history pays nothing for its rebalances' pause (every partition revoked until
-    each one ends): the lone verdict ranked eager sticky above cooperative-sticky, whose
-    withheld partitions it does count (user trial). The protocols are said apart."""
-    best = ranked[0]
-    lines = [
-        f"would have moved least: {best['strategy']} ({best['protocol']} protocol), "
-        f"churn {best['churn']:,} ({_against_optimal(best['churn_above_optimal'])}), "
-        f"disruption {best['disruption']:,} "
-        f"({_against_optimal(best['disruption_above_optimal'])})"
-    ]
-    per: dict[str, dict[str, Any]] = {}
-    for row in ranked:
-        per.setdefault(row["protocol"], row)
-    if len(per) > 1:
-        said = ", ".join(f"{p} {r['strategy']} {r['disruption']:,}" for p, r in per.items())
-        lines.append(f"least disruption by protocol: {said}")
-        if "eager" in per:
-            lines.append(
-                "an eager rebalance also stops every partition of the group until it "
-                "ends, which disruption does not count: compare protocols with that in mind"
-            )
-    return lines

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from kstore.commands.analytics import _against_optimal
+from kstore.analytics.advise import against_optimal
 from kstore.model.strategies import CATALOGUE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -76,5 +78,40 @@ def test_advise_ranks_every_strategy_against_optimal(tmp_path: Path) -> None:
 
 
 def test_a_count_under_optimal_is_said_below_it() -> None:
-    assert _against_optimal(-10) == "10 below optimal"  # was "-10 above optimal"
-    assert _against_optimal(1_200) == "1,200 above optimal"
+    assert against_optimal(-10) == "10 below optimal"  # was "-10 above optimal"
+    assert against_optimal(1_200) == "1,200 above optimal"
+
+
+def _simulated(tmp_path: Path) -> Path:
+    """A store holding eager-vs-cooperative as recorded (a cooperative history)."""
+    store = tmp_path / "s.duckdb"
+    assert kstore(store, "init").returncode == 0
+    scenario = EXAMPLES / "eager-vs-cooperative.yaml"
+    assert kstore(store, "simulate", str(scenario), "--timeline", "recorded").returncode == 0
+    return store
+
+
+def _said_under_the_table(stdout: str) -> list[str]:
+    """The lines ``advise`` prints after its table, the first of them "would have moved
+    least" (a table drawn either way: a grid, or a block per row in a narrow terminal)."""
+    return stdout[stdout.index("would have moved least: ") :].splitlines()
+
+
+def test_the_reports_advice_says_what_the_cli_says_under_its_table(tmp_path: Path) -> None:
+    """The report's Advice section had the table alone: not the least disruptive strategy
+    of each protocol, the eager caveat nor "N above optimal" (user trial)."""
+    store = _simulated(tmp_path)
+    table = kstore(store, "advise", "--group", "eager-vs-cooperative")
+    assert table.returncode == 0, table.stderr
+    said = _said_under_the_table(table.stdout)
+    assert said[0].startswith("would have moved least: ") and "above optimal" in said[0]
+    assert said[1].startswith("least disruption by protocol: eager ")
+    assert said[2].startswith("an eager rebalance also stops every partition")
+    page = tmp_path / "r.html"
+    made = kstore(store, "report", "--group", "eager-vs-cooperative", "--out", str(page))
+    assert made.returncode == 0, made.stderr
+    text = page.read_text()
+    start = text.index("<h2>Advice")
+    section = text[start : text.index("<h2>", start + 1)]
+    shown = [html.unescape(p) for p in re.findall(r"<p class='verdict'>(.*?)</p>", section)]
+    assert shown == said
