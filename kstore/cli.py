@@ -416,7 +416,12 @@ def advise_cmd(
     ] = None,
     output: _FormatOpt = "table",
 ) -> None:
-    """Which strategy and protocol would have moved least: replay with each, rank them."""
+    """Which strategy and protocol would have moved least: replay with each, rank them.
+
+    Under the table, the verdict: the strategy that moved least, the least disruptive of
+    each protocol, the eager caveat. With --format csv, json or jsonl standard output has
+    the rows alone and the verdict goes to standard error, each line after "kstore: note:".
+    """
     from kstore.commands.analytics import print_advice
 
     print_advice(

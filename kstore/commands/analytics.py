@@ -307,6 +307,4 @@ def print_advice(
     cluster, source = _source(store, cluster, group, source)
     table = advise(store, group, cluster, source, names)
     print_result(table, output, title=f"advice for {cluster}/{group} ({source})")
-    if output == "table":
-        for line in verdict(table, source):
-            print(line)
+    _notes(verdict(table, source), output)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import re
 import subprocess
@@ -115,3 +117,30 @@ def test_the_reports_advice_says_what_the_cli_says_under_its_table(tmp_path: Pat
     section = text[start : text.index("<h2>", start + 1)]
     shown = [html.unescape(p) for p in re.findall(r"<p class='verdict'>(.*?)</p>", section)]
     assert shown == said
+
+
+def test_csv_json_and_jsonl_keep_the_rows_clean_and_say_the_verdict_on_stderr(
+    tmp_path: Path,
+) -> None:
+    """--format csv (json, jsonl) dropped the lines said under the table silently (user
+    trial): standard output has the rows alone, standard error the verdict as notes."""
+    store = _simulated(tmp_path)
+    group = ("advise", "--group", "eager-vs-cooperative")
+    table = kstore(store, *group)
+    said = _said_under_the_table(table.stdout)
+    assert len(said) == 3
+    notes = [f"kstore: note: {line}" for line in said]
+    as_csv = kstore(store, *group, "--format", "csv")
+    assert as_csv.returncode == 0, as_csv.stderr
+    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert len(rows) == len(CATALOGUE) + 1  # every strategy, optimal among them, and recorded
+    assert as_csv.stderr.splitlines() == notes
+    as_json = kstore(store, *group, "--format", "json")
+    assert [r["strategy"] for r in json.loads(as_json.stdout)] == [r["strategy"] for r in rows]
+    assert as_json.stderr.splitlines() == notes
+    as_jsonl = kstore(store, *group, "--format", "jsonl")
+    lines = as_jsonl.stdout.splitlines()
+    assert [json.loads(line)["strategy"] for line in lines] == [r["strategy"] for r in rows]
+    assert as_jsonl.stderr.splitlines() == notes
+    # the table's own standard error says none of it
+    assert "would have moved least" not in table.stderr
