@@ -1,16 +1,20 @@
 """A process's children and whether a process still runs, read from Linux's /proc; a
-command run on a pseudo-terminal; the kstore command run to its end."""
+command run on a pseudo-terminal; the kstore command run to its end; a command sent
+Ctrl-C part way."""
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["alive", "children", "kstore_cli", "on_a_terminal", "plain"]
+__all__ = ["alive", "children", "interrupted_when", "kstore_cli", "on_a_terminal", "plain"]
 
 
 def _stat(pid: int | str) -> list[str] | None:
@@ -95,3 +99,31 @@ def kstore_cli(
         env=env,
         timeout=timeout,
     )
+
+
+def interrupted_when(
+    command: list[str], ready: Callable[[], bool], within: float = 60
+) -> tuple[int, str, str]:
+    """``command`` sent SIGINT once ``ready()`` (asked while it runs, at most ``within``
+    seconds): its exit code, standard output and standard error. SIGINT is as a terminal
+    gives it even where the tests run as a shell's background job (which ignores it)."""
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + within
+        while not ready():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, f"not ready within {within} s"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=within)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err

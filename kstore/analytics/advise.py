@@ -15,17 +15,25 @@ prints under its table and the report under its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result
-from kstore.analytics.replay import replay
+from kstore.analytics.replay import ReplayResult, replay
 from kstore.analytics.report import compare, strategies_of, timelines_of
 from kstore.model.strategies import CATALOGUE, known_protocol
 from kstore.store.log import Store
 
-__all__ = ["ADVICE_COLUMNS", "advice", "advise", "against_optimal", "verdict"]
+__all__ = [
+    "ADVICE_COLUMNS",
+    "advice",
+    "advise",
+    "against_optimal",
+    "replay_every",
+    "replayed",
+    "verdict",
+]
 
 ADVICE_COLUMNS = [
     "rank",
@@ -68,20 +76,38 @@ def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> 
     return Result(list(ADVICE_COLUMNS), out)
 
 
-def advise(
+def replayed(strategies: Iterable[str] | None = None) -> list[str]:
+    """The strategies ``advise`` replays: those given (default: the whole catalogue), and
+    ``optimal`` always."""
+    names: Sequence[str] = list(strategies) if strategies is not None else list(CATALOGUE)
+    return list(names) if "optimal" in names else [*names, "optimal"]
+
+
+def replay_every(
     store: Store,
     group: str,
     cluster: str,
     source: str = "recorded",
     strategies: Iterable[str] | None = None,
-) -> Result:
-    """Replay ``source`` with each strategy (default: the whole catalogue) and ``optimal``,
-    then the advice table."""
-    names: Sequence[str] = list(strategies) if strategies is not None else list(CATALOGUE)
-    if "optimal" not in names:
-        names = [*names, "optimal"]
-    for name in names:
-        replay(
+    *,
+    stop: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ReplayResult]:
+    """Replay ``source`` with each of ``replayed(strategies)``, in that order, each into
+    ``replay/<strategy>``: one stored whole already is read, not decided again; one
+    stopped part way is continued. ``stop``: asked after each source event; when it says
+    so the replay at hand stores what it has and returns (``complete`` False, the last of
+    the list) and no other starts. ``progress(done, total)``: the source events replayed
+    over all the replays (each reads the whole source)."""
+    names = replayed(strategies)
+    done: list[ReplayResult] = []
+    for index, name in enumerate(names):
+
+        def told(read: int, total: int, before: int = index) -> None:
+            if progress is not None:
+                progress(before * total + read, len(names) * total)
+
+        result = replay(
             store,
             group=group,
             cluster=cluster,
@@ -89,7 +115,25 @@ def advise(
             source=source,
             timeline=f"replay/{name}",
             resume=True,
+            stop=stop,
+            progress=told,
         )
+        done.append(result)
+        if not result.complete or (stop is not None and stop()):
+            break
+    return done
+
+
+def advise(
+    store: Store,
+    group: str,
+    cluster: str,
+    source: str = "recorded",
+    strategies: Iterable[str] | None = None,
+) -> Result:
+    """Replay ``source`` with each strategy (default: the whole catalogue) and ``optimal``
+    (``replay_every``), then the advice table."""
+    replay_every(store, group, cluster, source, strategies)
     found = advice(store, group, cluster, source)
     if found is None:  # cannot happen: optimal was replayed above
         raise UsageError(f"no optimal timeline of {cluster}/{group}")

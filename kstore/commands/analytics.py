@@ -24,7 +24,7 @@ from kstore.commands._output import (
     print_rows,
     progress_bar,
 )
-from kstore.commands._stop import stop_requested
+from kstore.commands._stop import interrupted_says, stop_requested
 from kstore.model.strategies import strategy
 from kstore.store.log import Store
 
@@ -297,14 +297,39 @@ def print_advice(
     strategies: str | None,
     output: str,
 ) -> None:
-    from kstore.analytics.advise import advise, verdict
+    from kstore.analytics.advise import advice, replay_every, replayed, verdict
 
     check_format(output)
-    names = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
-    for name in names or ():  # a typo named before the store is read
+    given = None if strategies is None else [s.strip() for s in strategies.split(",") if s.strip()]
+    for name in given or ():  # a typo named before the store is read
         strategy(name)
+    names = replayed(given)
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
-    table = advise(store, group, cluster, source, names)
+    # Ctrl-C: the replay at hand stops after its source event and stores what it decided.
+    with (
+        stop_requested() as stopped,
+        counting(f"advise {cluster}/{group} ({len(names):,} replays)", "source events") as told,
+    ):
+        done = replay_every(
+            store, group, cluster, source, names, stop=stopped.is_set, progress=told
+        )
+    # The same command continues: each replay into replay/<strategy> with resume, where a
+    # whole one is read and not decided again (replay's rule).
+    again = f"the same command again reuses them: {shlex.join(['kstore', *sys.argv[1:]])}"
+    if len(done) < len(names) or not done[-1].complete:
+        whole = [n for n, d in zip(names, done, strict=False) if d.complete]
+        cut = done[-1] if not done[-1].complete else None
+        said = f"advise interrupted: {len(whole):,} of {len(names):,} replays stored complete"
+        said += f" ({', '.join(whole)})" if whole else ""
+        if cut is not None:
+            said += (
+                f"; {cut.stream.timeline} stopped part way with "
+                f"{cut.resumed + cut.events:,} events stored, continued next time"
+            )
+        raise Interrupted(f"{said}; {again}")
+    with interrupted_says(f"advise interrupted while ranking: every replay is stored; {again}"):
+        table = advice(store, group, cluster, source)
+    assert table is not None  # optimal was replayed above
     print_result(table, output, title=f"advice for {cluster}/{group} ({source})")
     _notes(verdict(table, source), output)

@@ -7,12 +7,17 @@ import html
 import io
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks._fleet import group_events
 from kstore.analytics.advise import against_optimal
 from kstore.model.strategies import CATALOGUE
+from kstore.store.log import Store
+from tests.processes import interrupted_when, on_a_terminal, plain
+from tests.store._stores import initialised_store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -144,3 +149,90 @@ def test_csv_json_and_jsonl_keep_the_rows_clean_and_say_the_verdict_on_stderr(
     assert as_jsonl.stderr.splitlines() == notes
     # the table's own standard error says none of it
     assert "would have moved least" not in table.stderr
+
+
+def _stored(store: Store) -> dict[str, int]:
+    """Timeline -> its events, of group g."""
+    return {s.stream.timeline: s.events for s in store.streams() if s.stream.group == "g"}
+
+
+def test_ctrl_c_during_advise_names_the_stored_replays_and_a_rerun_reuses_them(
+    tmp_path: Path,
+) -> None:
+    """A real ``kstore advise`` sent SIGINT while its second replay runs said only
+    ``kstore: interrupted`` (user trial); now one line names the replays stored complete
+    and the one stopped part way, and says the same command again reuses them: it
+    does, reading the whole ones as they are and continuing the other."""
+    db = tmp_path / "ctrl-c.duckdb"
+    store = initialised_store(db)
+    store.append(list(group_events("g", 1000, seed=11)))
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "advise", "--group", "g"]
+    command += ["--strategies", "range,sticky,cooperative-sticky"]
+    # once range is whole and sticky has stored a batch
+    returncode, out, err = interrupted_when(command, lambda: "replay/sticky" in _stored(store), 120)
+    assert returncode == 130, err
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    said = re.fullmatch(
+        r"kstore: advise interrupted: (\d+) of 4 replays stored complete \(([^)]*)\)"
+        r"(?:; (replay/\S+) stopped part way with ([\d,]+) events stored, continued next "
+        r"time)?; the same command again reuses them: (.*)\n",
+        err,
+    )
+    assert said is not None, err
+    whole = said.group(2).split(", ")
+    assert (
+        int(said.group(1)) == len(whole)
+        and whole == ["range", "sticky", "cooperative-sticky"][: len(whole)]
+    )
+    assert shlex.split(said.group(5))[1:] == command[3:]
+    at_stop = _stored(store)
+    if said.group(3) is not None:  # the replay at hand, its events as stored
+        assert at_stop[said.group(3)] == int(said.group(4).replace(",", ""))
+    # the timelines said whole are complete
+    compared = json.loads(kstore(db, "compare", "--group", "g", "--format", "json").stdout)
+    complete = {r["timeline"] for r in compared if r["complete"]}
+    assert {f"replay/{name}" for name in whole} <= complete
+    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr
+    after = _stored(store)
+    for name in whole:  # read as stored: nothing appended
+        assert after[f"replay/{name}"] == at_stop[f"replay/{name}"]
+    if said.group(3) is not None:  # continued from where it stopped
+        assert after[said.group(3)] > at_stop[said.group(3)]
+    rows = json.loads(
+        kstore(
+            db,
+            "advise",
+            "--group",
+            "g",
+            "--strategies",
+            "range,sticky,cooperative-sticky",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert len(rows) == 5 and all(r["complete"] for r in rows)
+    assert _stored(store) == after
+
+
+def test_advise_shows_a_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    """83 s of blank screen on a 2,000-rebalance history (user trial): a bar counting
+    the source events replayed over every replay, with the time left; none piped."""
+    db = tmp_path / "bar.duckdb"
+    initialised_store(db).append(list(group_events("g", 200, seed=3)))
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "advise", "--group", "g"]
+    command += ["--strategies", "range,sticky"]
+    returncode, text = on_a_terminal(command, columns=160)
+    assert returncode == 0, text
+    shown = plain(text)
+    assert "advise default/g (3 replays)" in shown, shown
+    counts = [
+        (int(d.replace(",", "")), int(t.replace(",", "")))
+        for d, t in re.findall(r"([\d,]+)/([\d,]+) source events", shown)
+    ]
+    assert counts, shown
+    events = _stored(Store(db))["recorded"]
+    assert {total for _, total in counts} == {3 * events}  # every replay reads the source
+    piped = subprocess.run([*command, "--format", "csv"], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr, piped.stderr
+    assert all(line.startswith("kstore: note: ") for line in piped.stderr.splitlines())

@@ -29,7 +29,7 @@ from kstore.model import (
     TopicChanged,
 )
 from kstore.store.log import Store
-from tests.processes import on_a_terminal, plain
+from tests.processes import interrupted_when, on_a_terminal, plain
 from tests.store._stores import initialised_store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -311,20 +311,8 @@ def test_ctrl_c_ends_a_replay_with_one_line_and_its_resume_command(tmp_path: Pat
     expected = list(replay_events(source, stream, "cooperative-sticky"))
     command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", "g"]
     command += ["--strategy", "cooperative-sticky"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not _stored_events(store, stream):
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "no batch stored within 60 s"
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    returncode, _, err = interrupted_when(command, lambda: _stored_events(store, stream) > 0)
+    assert returncode == 130, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("kstore: replay interrupted after "), err  # a stop, no "error:"
     at_stop = _stored_events(store, stream)
