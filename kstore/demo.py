@@ -3,9 +3,9 @@
 Answer the contract's example request; put Kafka's strategies side by side on a small
 group before and after a member leaves; then the whole story on a local store
 (``kstore-demo.duckdb``, made afresh): simulate an example scenario, replay its history
-with two other strategies and with ``optimal`` (the lower bound of churn), print the
-compare table, the advice (every strategy replayed, ranked against optimal) and write
-the report (``kstore-report.html``).
+with two other strategies and with ``optimal`` (each decision the fewest moves at the
+best balance), print the compare table, the advice (every strategy replayed, ranked
+against optimal, and what it says) and write the report (``kstore-report.html``).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def side_by_side(console: Console) -> None:
 
 def story(console: Console) -> None:
     """Simulate, replay, compare, report."""
-    from kstore.analytics.advise import advise
+    from kstore.analytics.advise import advise, verdict
     from kstore.analytics.pages import write_report
     from kstore.analytics.replay import replay
     from kstore.analytics.report import compare
@@ -116,6 +116,8 @@ def story(console: Console) -> None:
     console.rule(f"advise ({cluster}/{group}): every strategy replayed, ranked")
     advice = advise(store, group, cluster)
     print_result(advice, "table")
+    for line in verdict(advice, "recorded"):
+        print(line)  # whole lines, as `kstore advise` prints them (rich wraps at 80)
     plots = write_report(store, group, timelines, cluster, REPORT)
     console.print(f"report: {REPORT} ({plots} plots; open it in a browser, works offline)")
 

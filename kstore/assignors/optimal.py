@@ -1,4 +1,4 @@
-"""``optimal``: kstore's own strategy, the lower bound of churn at the best balance.
+"""``optimal``: kstore's own strategy, the fewest moves a best-balanced decision can make.
 
 Among the assignments that give every partition of a subscribed topic to one of its
 subscribers, it finds one that first minimises the sum of the squares of the members'
