@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from kstore._errors import UsageError
+from kstore._limits import MAX_MEMBER_STEPS, MAX_MEMBERS, MAX_STEPS
 from kstore.model.strategies import Protocol
 from kstore.simulate.scenario import Scenario
 
@@ -26,7 +27,8 @@ def generate(
     """A scenario of ``steps`` timed steps over a group of ``members`` consumers.
 
     - ``steady-churn``: members leave, crash and join at random, the size staying near N;
-    - ``autoscaling``: the group is scaled between N/2 and 2N and back;
+    - ``autoscaling``: the group is scaled between N/2 and 2N (at most ``MAX_MEMBERS``)
+      and back;
     - ``flapping-member``: one member is cut off, slowed and restarted over and over;
     - ``rolling-deploy``: members restart one after the other, round after round.
     """
@@ -34,6 +36,16 @@ def generate(
         raise UsageError(f"--generate: unknown kind {kind!r} (known: {', '.join(KINDS)})")
     if members < 1 or steps < 0:
         raise UsageError("--members must be at least 1 and --steps at least 0")
+    # Refused before anything is built: a list of 100,000,000 names grew with no end.
+    if members > MAX_MEMBERS:
+        raise UsageError(f"--members {members:,}: kstore simulates at most {MAX_MEMBERS:,} members")
+    if steps > MAX_STEPS:
+        raise UsageError(f"--steps {steps:,}: kstore generates at most {MAX_STEPS:,} steps")
+    if members * steps > MAX_MEMBER_STEPS:
+        raise UsageError(
+            f"--members {members:,} with --steps {steps:,}: {members * steps:,} members times "
+            f"steps; kstore simulates at most {MAX_MEMBER_STEPS:,} (fewer of either)"
+        )
     rng = random.Random(seed)
     partitions = max(members * 2, 12)
     racks = ["r1", "r2", "r3"]
@@ -60,7 +72,7 @@ def generate(
                     "clean": rng.random() < 0.5,
                 }
         elif kind == "autoscaling":
-            step["scale"] = rng.randrange(max(members // 2, 1), members * 2 + 1)
+            step["scale"] = rng.randrange(max(members // 2, 1), min(members * 2, MAX_MEMBERS) + 1)
         elif kind == "flapping-member":
             action = rng.choice(["cut-off", "slow", "restart"])
             if action == "restart":

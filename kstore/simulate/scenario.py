@@ -24,7 +24,7 @@ from pydantic import (
 
 from kstore._errors import UsageError, field_path, known_hint, nearest
 from kstore._files import read_text
-from kstore._limits import PartitionCount, TopicName, check_instant
+from kstore._limits import MAX_MEMBERS, PartitionCount, TopicName, check_instant
 from kstore.assignors._contract import check_total
 from kstore.model.strategies import Protocol, fitting
 from kstore.protocol.settings import ProtocolSettings
@@ -46,7 +46,6 @@ class ScenarioError(UsageError):
 
 
 MAX_SCENARIO_CHARS = 4 * 1024 * 1024
-MAX_MEMBERS = 1_000_000
 MAX_DURATION_MS = 100 * 365 * 86_400_000
 _MAX_DEPTH = 64
 

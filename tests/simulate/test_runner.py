@@ -83,6 +83,36 @@ def test_simulate_names_an_unknown_strategy_as_unknown(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["--members", "100000000"], "--members 100,000,000: kstore simulates at most 100,000"),
+        (["--steps", "100000000"], "--steps 100,000,000: kstore generates at most 10,000 steps"),
+        (
+            ["--members", "100000", "--steps", "100"],
+            "--members 100,000 with --steps 100: 10,000,000 members times steps; "
+            "kstore simulates at most 2,000,000",
+        ),
+    ],
+)
+def test_a_generated_run_too_big_to_simulate_is_refused_at_once(
+    tmp_path: Path, given: list[str], said: str
+) -> None:
+    # --members 100000000 grew a list of names until memory ran out, with no word
+    db = tmp_path / "s.duckdb"
+    command = [sys.executable, "-m", "kstore", "--store", str(db), "simulate"]
+    command += ["--generate", "steady-churn", *given]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"kstore: error: {said}") and done.stderr.count("\n") == 1
+    assert not db.exists()
+
+
+def test_autoscaling_at_the_most_members_stays_a_scenario_kstore_takes() -> None:
+    scenario = generate("autoscaling", members=100_000, steps=20, seed=1)
+    assert max(step.scale or 0 for step in scenario.steps) <= 100_000
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_examples_load_and_run(path: Path) -> None:
     scenario = load_scenario(path)
