@@ -12,6 +12,7 @@ the order of the settings matters.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -92,6 +93,25 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+_REFUSED_PATH = re.compile(r'Cannot access (?:file|directory) "([^"]*)"')
+
+
+def _read_hint(said: str, reads: Readable) -> str:
+    """What to do about the path DuckDB refused: named with ``--read`` it may be, but a
+    link out of the folder named (DuckDB checks where a path resolves to)."""
+    found = _REFUSED_PATH.search(said)
+    if found is not None and reads.directories:
+        written = Path(os.path.abspath(Path(found[1]).expanduser()))
+        real = written.resolve()
+        inside = (str(p.resolve()).rstrip("/") + "/" for p in written.parents)
+        if real != written and any(f.startswith(reads.directories) for f in inside):
+            return (
+                f"{found[1]} resolves to {real}, outside the folder named with --read; "
+                f"name {real} or its folder with --read PATH to read it"
+            )
+    return "name the files a query may read with --read PATH"
+
+
 def run_sandboxed(
     db: Any,
     sql: str,
@@ -134,9 +154,8 @@ def run_sandboxed(
         columns = [d[0] for d in cursor.description] if cursor.description else []
         rows: list[tuple[Any, ...]] = cursor.fetchall() if columns else []
     except duckdb.PermissionException as exc:
-        raise UsageError(
-            f"SQL: {_first_line(exc)} (name the files a query may read with --read PATH)"
-        ) from None
+        said = _first_line(exc)
+        raise UsageError(f"SQL: {said} ({_read_hint(said, reads)})") from None
     except _USER_ERRORS as exc:
         raise UsageError(f"SQL: {_first_line(exc)}") from None
     except duckdb.Error as exc:

@@ -151,6 +151,26 @@ def test_cli_read_option(filled: Store, tmp_path: Path) -> None:
     assert list(csv.reader(io.StringIO(out.stdout))) == [["s"], ["9"]]
 
 
+def test_a_link_out_of_the_folder_named_is_said_to_be_one(filled: Store, tmp_path: Path) -> None:
+    # the hint said "name the files ... with --read" to a user who had named the folder
+    folder, outside = tmp_path / "named", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (outside / "secret.csv").write_text("n\n1\n")
+    (folder / "link.csv").symlink_to(outside / "secret.csv")
+    sql = f"SELECT * FROM read_csv('{folder / 'link.csv'}')"
+    refused = _kstore(filled.path, "sql", "--read", str(folder), sql)
+    assert (refused.returncode, refused.stdout, refused.stderr.count("\n")) == (2, "", 1)
+    assert refused.stderr.endswith(
+        f"({folder / 'link.csv'} resolves to {outside / 'secret.csv'}, outside the folder "
+        f"named with --read; name {outside / 'secret.csv'} or its folder with --read PATH "
+        "to read it)\n"
+    )
+    # not named at all: the hint it always gave
+    refused = _kstore(filled.path, "sql", sql)
+    assert refused.stderr.endswith("(name the files a query may read with --read PATH)\n")
+
+
 def test_sql_still_answers_and_binds(filled: Store) -> None:
     found = filled.query(
         "SELECT type, kstore_partition('k', 6) AS p FROM kstore_events WHERE group_id = ? "
