@@ -161,7 +161,7 @@ def _table(result: Result, limit: int | None = None) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in result.columns)
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
     more = (
-        f"<p class='note'>first {limit} of {len(result.rows)} rows</p>"
+        f"<p class='note'>first {limit:,} of {len(result.rows):,} rows</p>"
         if limit is not None and len(result.rows) > limit
         else ""
     )
@@ -305,7 +305,7 @@ def _colour(index: int) -> str:
 def _ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd, 101st, 111th."""
     suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
+    return f"{n:,}{suffix}"
 
 
 def _equal_lines(
@@ -696,12 +696,12 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         showlegend=False,
     )
     note = (
-        f"{len(partitions)} of {total} partitions, {len(moments)} rebalances, {columns} "
+        f"{len(partitions):,} of {total:,} partitions, {len(moments):,} rebalances, {columns:,} "
         f"columns of {format_span(width)} each showing who held the partition longest in it; "
-        f"{len(names)} owners (the colour bar names up to 30 holding most, a line apart; hover "
-        f"names every owner), {len(moves_x)} moves"
+        f"{len(names):,} owners (the colour bar names up to 30 holding most, a line apart; hover "
+        f"names every owner), {len(moves_x):,} moves"
         + (f" (every {_ordinal(step)} marked)" if step > 1 else "")
-        + f"; black: unowned most of the column ({unowned_cells} cells)"
+        + f"; black: unowned most of the column ({unowned_cells:,} cells)"
     )
     return figure, note
 
@@ -739,11 +739,11 @@ def _counted(storms: Result, timelines: Sequence[str]) -> str:
     storms when the heading said ``(3)``."""
     per = Counter(row[0] for row in storms.rows)
     if len(timelines) == 1:
-        return str(per[timelines[0]])
+        return f"{per[timelines[0]]:,}"
     counts = {per[t] for t in timelines}
     if len(counts) == 1:
-        return f"{counts.pop()} in each of the {len(timelines)} timelines"
-    return ", ".join(f"{per[t]} in {t}" for t in timelines)
+        return f"{counts.pop():,} in each of the {len(timelines):,} timelines"
+    return ", ".join(f"{per[t]:,} in {t}" for t in timelines)
 
 
 def _anomalies_said(kinds: Counter[str], withheld: int) -> str:
@@ -880,7 +880,7 @@ def write_report(
     withheld = sum(1 for a in anomalies if a["timeline"] in timelines and a["expected"])
     kinds = Counter(a["kind"] for a in odd)
     sections += [
-        f"<h2>Anomalies ({len(odd)})</h2>",
+        f"<h2>Anomalies ({len(odd):,})</h2>",
         f"<p class='note'>{html.escape(_anomalies_said(kinds, withheld))}</p>",
         _table(
             Result(
@@ -993,9 +993,9 @@ def write_fleet(
             name="churn",
         )
     )
-    figure.update_layout(title=f"Churn of the {len(top)} groups that move most", height=420)
+    figure.update_layout(title=f"Churn of the {len(top):,} groups that move most", height=420)
     sections = [
-        f"<p class='note'>{len(rows)} groups, each its source timeline (recorded, else "
+        f"<p class='note'>{len(rows):,} groups, each its source timeline (recorded, else "
         "its one timeline that is no replay); ranked by churn, then storm rebalances, then "
         "average imbalance</p>",
         *(

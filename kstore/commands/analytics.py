@@ -283,7 +283,7 @@ def report(
     where = "the report to standard output" if to_stdout else out
     # the page itself may be what standard output carries
     print(
-        f"wrote {where} ({plots} plots, timelines {', '.join(names)})",
+        f"wrote {where} ({plots:,} plots, timelines {', '.join(names)})",
         file=sys.stderr if to_stdout else sys.stdout,
     )
 

@@ -223,3 +223,15 @@ def test_equal_lines_of_many_timelines_are_drawn_once_and_named(advised_page: st
         for n in part.split("=")
     }
     assert named | {t["name"] for t in moved} >= {t["name"] for t in by_id["rates"]["data"]}
+
+
+def test_counts_in_the_reports_prose_have_thousands_separators(tmp_path: Path) -> None:
+    store, page = tmp_path / "kstore.duckdb", tmp_path / "report.html"
+    ok(store, "simulate", "--generate", "steady-churn", "--members", "30", "--steps", "60")
+    ok(store, "report", "--group", "steady-churn-30-60-0", "--out", str(page))
+    text = page.read_text()
+    prose = re.findall(r"<p class='(?:note|partial)'>(.*?)</p>|<h2>(.*?)</h2>", text)
+    said = " ".join(note + heading for note, heading in prose)
+    moves = re.search(r"([\d,]+) moves", said)
+    assert moves is not None and int(moves[1].replace(",", "")) >= 1_000, said
+    assert not re.findall(r"(?<![\w,.-])\d{4,}(?![\w,])", said), said  # "1378 moves" before
