@@ -105,12 +105,25 @@ def _fit(natural: list[int], least: list[int], room: int) -> list[int]:
     return widths
 
 
+def _title_lines(title: str, width: int) -> list[str]:
+    """``title``'s parts (apart by two spaces) filled into lines at most ``width`` wide,
+    a part never cut (one wider than that wrapped at its spaces): rich wrapped a title
+    to the table's width, anywhere, and a state's stream and generation were split."""
+    lines: list[str] = []
+    for part in title.split("  "):
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "  " + part
+        else:
+            lines += textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False)
+    return lines
+
+
 def _blocks(columns: Sequence[str], cells: list[list[str]], title: str | None, width: int) -> None:
     """A table too wide for the terminal, as psql's expanded display: a block per row, a
     line per column (``name | value``), values verbatim, folded only at the edge."""
     name_width = max(len(name) for name in columns)
     room = max(width - name_width - 3, 8)
-    out = [title] if title else []
+    out = _title_lines(title, width) if title else []
     for number, row in enumerate(cells, start=1):
         label = f"-[ row {number} ]"
         # the "+" over the "|" while the label leaves room for it; the line as wide as
@@ -158,7 +171,7 @@ def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) ->
         _blocks(columns, cells, title, width)
         return
     widths = _fit(natural, least, room)
-    table = Table(title=None if title is None else Text(title))
+    table = Table()
     for name, w in zip(columns, widths, strict=True):
         table.add_column(Text(name), width=w, overflow="fold")
     for row in cells:
@@ -170,6 +183,8 @@ def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) ->
         highlight=False,
         soft_wrap=False,
     )
+    if title:
+        console.print(Text("\n".join(_title_lines(title, width))))
     console.print(table)
 
 

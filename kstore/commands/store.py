@@ -224,12 +224,20 @@ def print_state(
         for member_id, member in state.members.items()
     ]
     rebalance = state.rebalance
-    title = (
-        f"{stream}  version {state.version}  generation {state.generation}  "
-        f"strategy {state.strategy}"
-        + (f"  rebalance of generation {rebalance.generation} in progress" if rebalance else "")
-        + "  topics "
-        + " ".join(f"{topic}:{count}" for topic, count in state.topics.items())
+    # What is known, no "None" (a state before its first rebalance has no generation)
+    title = "  ".join(
+        [
+            str(stream),
+            f"version {state.version}",
+            *([f"generation {state.generation}"] if state.generation is not None else []),
+            *([f"strategy {state.strategy}"] if state.strategy else []),
+            *([f"rebalance of generation {rebalance.generation} in progress"] if rebalance else []),
+            *(
+                ["topics " + " ".join(f"{t}:{n}" for t, n in state.topics.items())]
+                if state.topics
+                else []
+            ),
+        ]
     )
     columns = ["member", "topics", "rack", "instance_id", "partitions"]
     print_rows(

@@ -572,3 +572,29 @@ def test_ctrl_c_of_append_and_rebuild_says_what_is_stored(tmp_path: Path) -> Non
         "transaction, undone unless it had just committed); run kstore rebuild again\n",
     )
     assert run_process(store, "sql", rows, "--format", "csv").stdout == counted
+
+
+def test_the_state_tables_title_says_what_is_known_and_fits_the_terminal(tmp_path: Path) -> None:
+    """A simulated group's state at 100 columns: the title wrapped anywhere, and before
+    its first rebalance said ``generation None  strategy None`` (user trial)."""
+    path = tmp_path / "s.duckdb"
+    base = [sys.executable, "-m", "kstore", "--store", str(path)]
+    made = subprocess.run(
+        [*base, "simulate", "--generate", "steady-churn", "--members", "3", "--steps", "3"],
+        capture_output=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    state = [*base, "state", "--group", "steady-churn-3-3-0", "--format", "table"]
+    said = {
+        "3": "version 3  rebalance of generation 1 in progress  topics events:12",
+        "": "generation 5  strategy range  topics events:12",
+    }
+    for version, known in said.items():
+        at = ["--at-version", version] if version else []
+        code, shown = on_a_terminal([*state, *at], 100, both=True)
+        lines = plain(shown).splitlines()
+        assert code == 0 and all(len(line) <= 100 for line in lines), shown
+        title = lines[: next(i for i, line in enumerate(lines) if line.startswith("┏"))]
+        assert title[0].startswith("default/steady-churn-3-3-0/sim/steady-churn-3-3-0  version")
+        assert known in "  ".join(title) and "None" not in shown, shown
