@@ -288,7 +288,7 @@ def query_cmd(
     output: _FormatOpt = "table",
     list_all: Annotated[bool, typer.Option("--list", help="List the queries.")] = False,
 ) -> None:
-    """Run a named query of queries/ (parameters are bound, never pasted)."""
+    """Run a named query (--list names them; parameters are bound, never pasted)."""
     from kstore.commands.analytics import list_queries, print_query
 
     if list_all:

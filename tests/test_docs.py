@@ -83,6 +83,28 @@ def test_every_topic_kstore_names_is_there() -> None:
     helps = list(_helps(typer.main.get_command(app)))
     assert len(helps) > 100
     assert [text for text in helps if "docs/" in text or ".md" in text] == []
+    # "Run a named query of queries/": a folder of the repository, not of an install
+    assert [text for text in helps if _REPOSITORY_QUERIES.search(text)] == []
+
+
+_REPOSITORY_QUERIES = re.compile(r"(?<![\w/])queries/")
+"""The repository's ``queries/`` (not the package's ``kstore/queries/``, nor the golden
+fixtures' ``tests/golden/queries/``)."""
+
+
+def test_the_shipped_docs_name_the_queries_as_an_install_has_them() -> None:
+    """``kstore docs metrics`` said "Every query in `queries/`"; a line of a shipped doc
+    naming the repository's folder says ``kstore query`` too (docs/spec keep the spec's
+    names, so they may say both)."""
+    shipped = [p for p in (ROOT / "kstore" / "docs").rglob("*.md") if p.stem != "performance"]
+    assert len(shipped) > 5
+    lines = [
+        f"{path.name}: {line}"
+        for path in shipped
+        for line in path.read_text().splitlines()
+        if _REPOSITORY_QUERIES.search(line) and "kstore query" not in line
+    ]
+    assert lines == []
 
 
 def _on_a_terminal(env: dict[str, str]) -> str:
