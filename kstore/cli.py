@@ -467,7 +467,12 @@ app.add_typer(record_app, name="record")
 
 _BootstrapOpt = Annotated[
     str | None,
-    typer.Option("--bootstrap-server", "--bootstrap-servers", help="host:port[,host:port...]"),
+    typer.Option(
+        "--bootstrap-server",
+        "--bootstrap-servers",
+        "-b",
+        help="host:port[,host:port...] (-b as kcat).",
+    ),
 ]
 _ConfigOpt = Annotated[
     Path | None,

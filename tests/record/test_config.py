@@ -273,14 +273,16 @@ def test_kafka_tool_flags_and_a_setting_the_client_lacks(tmp_path: Path) -> None
     assert secret not in poll.stdout + poll.stderr
 
 
+@pytest.mark.parametrize("option", ["--bootstrap-server", "-b"])
 @pytest.mark.parametrize("command", ["poll", "offsets"])
 def test_a_bad_bootstrap_address_ends_the_recorder_in_one_line(
-    command: str, tmp_path: Path
+    command: str, option: str, tmp_path: Path
 ) -> None:
-    """Not retried as a broker that is down (it was, for ten retries, then exit 1)."""
+    """Not retried as a broker that is down (it was, for ten retries, then exit 1); given
+    as kcat's ``-b`` too ("No such option: -b" before)."""
     base = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb"), "record"]
     done = subprocess.run(
-        [*base, command, "--all-groups", "--bootstrap-server", "nohost:abc"],
+        [*base, command, "--all-groups", option, "nohost:abc"],
         capture_output=True,
         text=True,
         timeout=60,
