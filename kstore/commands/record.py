@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kstore._errors import UsageError
@@ -39,11 +40,23 @@ def _groups(groups: list[str] | None, all_groups: bool) -> list[str] | None:
     return None if all_groups else sorted(set(groups or []))
 
 
+class _UtcFormatter(logging.Formatter):
+    """``2026-11-27T17:25:08.627Z INFO ...``: times as everywhere in kstore, ISO-8601 in
+    UTC (logging's own were local, ``2026-11-27 17:25:08,627``)."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        at = datetime.fromtimestamp(record.created, UTC)
+        return at.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
+
+
 @contextmanager
 def _running(settings: KafkaSettings | None) -> Iterator[threading.Event]:
     """INFO logs to stderr (secrets masked); SIGINT/SIGTERM set the returned stop event."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(_UtcFormatter())
     if settings is not None:
         handler.addFilter(RedactingFilter(settings))
     log.addHandler(handler)

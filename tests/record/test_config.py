@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
+import signal
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -292,3 +296,23 @@ def test_a_bad_bootstrap_address_ends_the_recorder_in_one_line(
         "kstore: error: bootstrap.servers (--bootstrap-server): 'nohost:abc': the port 'abc' "
         "is not a number from 1 to 65535 (host:port, comma-separated)\n"
     )
+
+
+def test_the_recorders_log_lines_are_timed_in_iso_8601_utc(tmp_path: Path) -> None:
+    """They were local times as Python's logging writes them, ``2026-11-27 17:25:08,627``."""
+    base = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb")]
+    poll = [*base, "record", "poll", "-b", f"127.0.0.1:{free_port()}", "--all-groups"]
+    before = datetime.now(UTC)
+    with subprocess.Popen(
+        poll, stderr=subprocess.PIPE, text=True, env={**os.environ, "TZ": "Asia/Tokyo"}
+    ) as run:
+        assert run.stderr is not None
+        first = run.stderr.readline()
+        run.send_signal(signal.SIGINT)
+        rest = run.stderr.read()
+    assert run.returncode == 0, first + rest
+    found = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z INFO polling every", first)
+    assert found is not None, first
+    at = datetime.fromisoformat(found[1]).replace(tzinfo=UTC)
+    assert before - timedelta(seconds=1) <= at <= datetime.now(UTC), (at, before)
+    assert all(re.match(r"\d{4}-\d\d-\d\dT[\d:.]{12}Z ", line) for line in rest.splitlines()[:-1])
