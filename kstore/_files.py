@@ -104,6 +104,7 @@ def write_text(file: Path, text: str, option: str = "--out") -> None:
     disk: one line."""
     if str(file) == "-":
         sys.stdout.write(text)
+        sys.stdout.flush()  # a reader gone is found here, before "wrote" is said
         return
     check_out_file(file, option)
     target = Path(os.path.realpath(file))

@@ -7,9 +7,10 @@ import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from kstore._errors import KstoreError, UsageError
@@ -20,7 +21,21 @@ from kstore.commands._stop import interrupted_says
 
 __all__ = ["app", "main", "store_first"]
 
+
+class _PipeClosed(Exception):
+    """A broken pipe, past typer: it turns an ``OSError`` EPIPE into exit status 1."""
+
+
+class _Commands(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:  # typer names its Context only privately
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _PipeClosed from exc
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="kstore",
     help="An event-sourced history store for Kafka consumer-group rebalances.",
     add_completion=False,
@@ -44,6 +59,16 @@ def _fail(message: str, code: int) -> NoReturn:
     said = "kstore: " if code == 130 else "kstore: error: "
     typer.echo(f"{said}{message}", err=True)
     sys.exit(code)
+
+
+def _pipe_closed() -> NoReturn:
+    """The reader of standard output went away (``kstore events | head -1``): the end,
+    quietly and with status 0, as ``cat`` ends but for its signal's status. Standard
+    output is pointed at /dev/null, so that the interpreter's last flush says nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    os.close(devnull)
+    sys.exit(0)
 
 
 def _print_version(asked: bool) -> None:
@@ -757,6 +782,9 @@ def main() -> None:
             nullcontext() if name in _WITH_PANDAS else without_pandas(),
         ):
             result = _app_for(name)(args=args, standalone_mode=False)
+            sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
+    except (BrokenPipeError, _PipeClosed):
+        _pipe_closed()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

@@ -598,3 +598,29 @@ def test_the_state_tables_title_says_what_is_known_and_fits_the_terminal(tmp_pat
         title = lines[: next(i for i, line in enumerate(lines) if line.startswith("┏"))]
         assert title[0].startswith("default/steady-churn-3-3-0/sim/steady-churn-3-3-0  version")
         assert known in "  ".join(title) and "None" not in shown, shown
+
+
+def test_a_closed_pipe_ends_the_command_quietly_with_status_0(tmp_path: Path) -> None:
+    """``kstore events | head -1`` ended with status 1 (typer's handling of EPIPE); as
+    ``cat`` ends, quietly, but with 0: the reader had what it wanted."""
+    store = tmp_path / "s.duckdb"
+    kstore = f"{sys.executable} -m kstore --store {store}"
+    made = subprocess.run(
+        f"{kstore} simulate --generate steady-churn --members 30 --steps 60",
+        shell=True,
+        capture_output=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    for command in ("events", "sql 'SELECT * FROM range(1000000)' --format csv"):
+        size = subprocess.run(f"{kstore} {command} | wc -c", shell=True, capture_output=True)
+        assert int(size.stdout) > 200_000  # more than a pipe holds: the writer sees it closed
+        done = subprocess.run(
+            f"{kstore} {command} | head -1; exit ${{PIPESTATUS[0]}}",
+            shell=True,
+            executable="/bin/bash",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert (done.returncode, done.stderr, done.stdout.count("\n")) == (0, "", 1), done
