@@ -9,11 +9,13 @@ imports the assignors.
   the fact it is, but which no process could assign in memory).
 - Topic names as Kafka's ``Topic.validate``: 1 to 249 characters of ``[a-zA-Z0-9._-]``,
   not ``.`` or ``..``.
-- Simulations: at most ``MAX_MEMBERS`` members, ``MAX_STEPS`` generated steps and
+- Simulations: at most ``MAX_MEMBERS`` members, ``MAX_SIMULATED_PARTITIONS`` partitions
+  (what ``--generate`` makes of that many members), ``MAX_STEPS`` generated steps and
   ``MAX_MEMBER_STEPS`` members times steps, what 2 cores and a few GB simulate in about two
   minutes (measured with ``kstore simulate --generate steady-churn``: 100,000 members for
   20 steps 122 s and 3.1 GB; 1,000 members for 4,000 steps 122 s and 3.3 GB; 10 members
-  for 10,000 steps 10 s and 0.4 GB; memory grows with members times steps).
+  for 10,000 steps 10 s and 0.4 GB; memory grows with members times steps; a scenario
+  file of 2 members and 10,000,000 partitions ran out of 4 GB at its first rebalance).
 - Times: Kafka's are milliseconds since 1970 (``int64``); kstore takes 1970-01-01 to
   9999-12-31 UTC, what DuckDB, Arrow, Spark and Python all hold.
 """
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_MEMBERS",
     "MAX_MEMBER_STEPS",
     "MAX_PARTITIONS",
+    "MAX_SIMULATED_PARTITIONS",
     "MAX_STEPS",
     "Int32",
     "NonNegativeInt32",
@@ -47,6 +50,7 @@ MAX_PARTITIONS = 10_000_000
 MAX_MEMBERS = 100_000
 MAX_STEPS = 10_000
 MAX_MEMBER_STEPS = 2_000_000
+MAX_SIMULATED_PARTITIONS = 2 * MAX_MEMBERS
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 12, 31, tzinfo=UTC)
 

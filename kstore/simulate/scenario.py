@@ -24,7 +24,13 @@ from pydantic import (
 
 from kstore._errors import UsageError, field_path, known_hint, nearest
 from kstore._files import read_text
-from kstore._limits import MAX_MEMBERS, PartitionCount, TopicName, check_instant
+from kstore._limits import (
+    MAX_MEMBERS,
+    MAX_SIMULATED_PARTITIONS,
+    PartitionCount,
+    TopicName,
+    check_instant,
+)
 from kstore.assignors._contract import check_total
 from kstore.model.strategies import Protocol, fitting
 from kstore.protocol.settings import ProtocolSettings
@@ -246,7 +252,10 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
-        check_total({t: spec.partitions for t, spec in self.topics.items()})
+        sizes = {t: spec.partitions for t, spec in self.topics.items()}
+        check_total(sizes)
+        if (total := sum(sizes.values())) > MAX_SIMULATED_PARTITIONS:
+            raise ValueError(f"topics: {_too_many_partitions(total)}")
         if sum(group.count for group in self.members) > MAX_MEMBERS:
             raise ValueError(f"members: more than {MAX_MEMBERS:,} in all")
         if self.protocol == "cooperative":
@@ -389,16 +398,21 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
             message = "unknown key" + (f"; did you mean {near[0]}?" if near else "")
         raise ScenarioError(f"{source}:{_line_of(loc, lines)}: {where}: {message}") from None
     scenario._source, scenario._lines = source, lines
-    if (wrong := _undeclared_topic(scenario) or _shrunk_topic(scenario)) is not None:
+    if (wrong := _undeclared_topic(scenario) or _bad_partitions_step(scenario)) is not None:
         loc, message = wrong
         raise ScenarioError(f"{scenario.where(*loc)}: {message}")
     return scenario
 
 
-def _shrunk_topic(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | None:
+def _too_many_partitions(total: int) -> str:
+    return f"{total:,} partitions in all; kstore simulates at most {MAX_SIMULATED_PARTITIONS:,}"
+
+
+def _bad_partitions_step(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | None:
     """The first ``partitions`` step that gives a topic fewer partitions than it has then
-    (Kafka only adds partitions), and what to say of it: found before the run, which
-    stopped there with exit 1 and no line."""
+    (Kafka only adds partitions), or more than kstore simulates in all, and what to say of
+    it: found before the run, which stopped there with exit 1 and no line (or ran out of
+    memory)."""
     sizes = {topic: spec.partitions for topic, spec in scenario.topics.items()}
     timed = sorted(enumerate(scenario.steps), key=lambda item: item[1].at)  # as they run
     for i, step in timed:
@@ -411,6 +425,8 @@ def _shrunk_topic(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | Non
                 f"them (to {grown.count})"
             )
         sizes[grown.topic] = grown.count
+        if (total := sum(sizes.values())) > MAX_SIMULATED_PARTITIONS:
+            return ("steps", i, "partitions", "count"), _too_many_partitions(total)
     return None
 
 

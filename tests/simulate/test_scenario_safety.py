@@ -85,6 +85,20 @@ def test_size_and_depth_are_bounded() -> None:
         (GOOD + "until: 99999999999999999999\n", "s:4: until"),
         (GOOD + "settings: {session_timeout_ms: 2147483648}\n", "s:4: settings.session_timeout_ms"),
         (GOOD + "steps: [{at: 1s, partitions: {topic: t, count: 2147483648}}]\n", "s:4: steps[0]"),
+        # more than kstore can simulate (10,000,000 ran out of 4 GB at the first rebalance)
+        (
+            "name: s\ntopics: {t: 10000000}\nmembers: [{name: a, topics: [t]}]\n",
+            "s:1: scenario: topics: 10,000,000 partitions in all; kstore simulates at most 200,000",
+        ),
+        (
+            GOOD + "steps: [{at: 1s, partitions: {topic: t, count: 5000000}}]\n",
+            "s:4: steps[0].partitions.count: 5,000,000 partitions in all; kstore simulates at "
+            "most 200,000",
+        ),
+        (
+            "name: s\ntopics: {t: 1}\nmembers: [{count: 100001, topics: [t]}]\n",
+            "s:3: members[0].count: Input should be less than or equal to 100000",
+        ),
     ],
 )
 def test_scenario_bounds_name_the_line_and_field(text: str, where: str) -> None:
