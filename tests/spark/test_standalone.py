@@ -10,6 +10,7 @@ stopped at the end whatever happens.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import time
@@ -64,24 +65,40 @@ def _alive_workers(ui_port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as answer:
             return int(json.load(answer).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError):  # not up yet; another Spark UI's page is no JSON
         return 0
+
+
+def _bound(log: Path, service: str, daemon: subprocess.Popen[bytes], deadline: float) -> int:
+    """The port ``service`` of a daemon logging to ``log`` is bound to: Spark moves to
+    the next port when the one given is taken (another test's Spark UI took the master's
+    between ``_free_port`` and its start, and the worker was pointed at a port nobody
+    served: the clean-clone CI of 2026-11-27 21:40)."""
+    pattern = re.compile(rf"Successfully started service '{service}' on port (\d+)")
+    while (found := pattern.search(log.read_text(errors="replace"))) is None:
+        if time.monotonic() > deadline or daemon.poll() is not None:
+            pytest.fail(f"{service} did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+    return int(found.group(1))
 
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``spark://127.0.0.1:PORT`` of a master with one worker (2 cores, 1 GiB)."""
     folder = tmp_path_factory.mktemp("standalone")
-    port, ui = _free_port(), _free_port()
-    url = f"spark://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
     daemons = [
         _daemon(
             "master.Master",
-            ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
+            ["--host", "127.0.0.1", "--port", str(_free_port()), "--webui-port",
+             str(_free_port())],
             folder / "master.log",
         )
-    ]
+    ]  # fmt: skip
     try:
+        port = _bound(folder / "master.log", "sparkMaster", daemons[0], deadline)
+        ui = _bound(folder / "master.log", "MasterUI", daemons[0], deadline)
+        url = f"spark://127.0.0.1:{port}"
         daemons.append(
             _daemon(
                 "worker.Worker",
@@ -101,7 +118,6 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 folder / "worker.log",
             )
         )
-        deadline = time.monotonic() + 120
         while _alive_workers(ui) < 1:
             if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
                 logs = [(folder / f).read_text()[-2000:] for f in ("master.log", "worker.log")]
