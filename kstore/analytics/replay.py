@@ -13,8 +13,12 @@ its own (``RebalanceStarted`` with reason ``cooperative follow-up`` and its
 ``AssignmentCompleted``, at the same time); the source's next rebalance, if nothing
 changing membership, subscriptions or topics comes before it, is that follow-up and is
 not replayed as another; what happens while that round runs (a member leaving) is part
-of it, and the follow-up is decided at its end. The rule, with Kafka's reasons, is in
-docs/analytics.md.
+of it, and the follow-up is decided at its end. A replay that makes no follow-up rounds
+(eager, consumer) has none of the source's either: where the source's decision left its
+follow-up due and the source's next rebalance is that round (nothing changing
+membership, subscriptions or topics recorded before its end), the replay records
+nothing for it, and its decision before answers the round's ``AssignmentCompleted``
+too. The rule, with Kafka's reasons, is in docs/analytics.md.
 
 The source's ``AssignmentNotTakenUp`` facts are read as well: a member that did not take
 up a source decision does not take up the replay's decision of that rebalance either.
@@ -79,6 +83,7 @@ __all__ = [
     "ReplayResult",
     "check_decisions",
     "check_strategy",
+    "cooperative",
     "reads_assignments",
     "replay",
     "replay_events",
@@ -151,11 +156,15 @@ class _Replayer:
         # subscriptions or topics came since: the source's next rebalance is that round.
         self._followed = False
         self._absorbing = False
+        # A replay that makes no follow-up rounds (eager, consumer) in the source's
+        # follow-up round: its RebalanceStarted, until the round's end.
+        self._skipping: Event | None = None
         # The generation of the source's round in progress (its last RebalanceStarted's,
         # until its AssignmentCompleted): a RebalanceStarted of that generation again is
         # that round started over (its coordinator moved), not another rebalance.
         self._round: int | None = None
-        # The source's latest assignment (read only where ``reads_assignments``).
+        # The source's latest assignment (read only where ``reads_assignments``, or
+        # where the source has a cooperative decision).
         self._source_assignment: Mapping[str, Sequence[TopicPartition]] = {}
         # A source decision decided, not yet given: the source's not-taken-up facts of
         # it come after it, and the replay's decision gives those members what they held.
@@ -288,8 +297,7 @@ class _Replayer:
         cooperative decision that took from a member that stays); its assignment is kept
         as the source's latest."""
         before, self._source_assignment = self._source_assignment, data.assignment
-        cooperative = (data.protocol or known_protocol(data.strategy)) == "cooperative"
-        return cooperative and self._took(before, data.assignment)
+        return cooperative(data) and self._took(before, data.assignment)
 
     def _same_as(self, data: AssignmentCompleted) -> None:
         found = _flavour(data)
@@ -345,12 +353,43 @@ class _Replayer:
             # Else it follows no decision of its generation (an odd fact that changes
             # nothing): the replay leaves it out.
             return
-        if self._pending is not None and not self._pending.suffix:
-            yield from self._settle()
         again = isinstance(data, RebalanceStarted) and data.generation == self._round
         if isinstance(data, RebalanceStarted | AssignmentCompleted):
             self._round = data.generation if isinstance(data, RebalanceStarted) else None
         follows = isinstance(data, AssignmentCompleted) and self._source_took(data)
+        if self._skipping is not None:
+            # The source's follow-up round, which a replay that makes no follow-ups has
+            # not: its end is answered by the decision before it (which stands); anything
+            # else recorded during it (a member leaving) makes it a rebalance of the
+            # replay's too, as it would an eager group's.
+            pending, start = self._pending, self._skipping
+            assert pending is not None
+            if isinstance(data, AssignmentCompleted):
+                pending.version, pending.source_follows = version, follows
+                self._skipping = None
+                return
+            if again:
+                return
+            self._skipping = None
+            yield from self._settle()
+            self.generation += 1
+            assert isinstance(start.data, RebalanceStarted)
+            reason = start.data.reason
+            yield self._event(
+                start, construct(RebalanceStarted, generation=self.generation, reason=reason)
+            )
+        elif (
+            isinstance(data, RebalanceStarted)
+            and self._pending is not None
+            and self._pending.source_follows
+            and self.protocol != "cooperative"
+        ):
+            # The source's next rebalance, nothing recorded since its decision: only that
+            # decision's follow-up round, when it left one due (``_source_took``).
+            self._skipping = source
+            return
+        if self._pending is not None and not self._pending.suffix:
+            yield from self._settle()
         # A follow-up round's decision waits for the source's next rebalance (that round,
         # if nothing else comes first) and the facts of its members that did not take it
         # up.
@@ -415,11 +454,20 @@ class _Pending:
     not_taken_up: list[tuple[Event, AssignmentNotTakenUp]] = field(default_factory=list)
 
 
+def cooperative(data: AssignmentCompleted) -> bool:
+    """Whether a decision was made under the cooperative protocol: its ``protocol``, or
+    where none is recorded its strategy's (``known_protocol``)."""
+    return (data.protocol or known_protocol(data.strategy)) == "cooperative"
+
+
 def reads_assignments(*strategies: str) -> bool:
-    """Whether a replay with these strategies reads its source's assignments. It decides
-    every assignment itself, but whether it makes a follow-up round depends on whether
-    the source's decision left one due: only a replay that may make such rounds reads
-    them (an eager replay of a big group reads none of its source's assignments)."""
+    """Whether a replay with these strategies reads its source's assignments whatever
+    the source. It decides every assignment itself, but where a cooperative decision of
+    the source left its own follow-up round due (``_source_took``) matters to every
+    replay: a cooperative one makes no round of its own, any other has none of the
+    source's. So a cooperative or ``same`` replay reads them always, any other only
+    where the source has a cooperative decision (an eager replay of an eager big group
+    reads none of its source's assignments)."""
     return any(s == SAME or protocol_of(s) == "cooperative" for s in strategies)
 
 
@@ -573,8 +621,12 @@ def replay(
         )
     replayer = _Replayer(target, strategy, stored, writer.fold())
     count = 0
+    assignments = reads_assignments(strategy) or any(
+        isinstance(s.event.data, AssignmentCompleted) and cooperative(s.event.data)
+        for s in store.events(cluster=cluster, group=group, timeline=source, assignments=False)
+    )
     source_events = store.events(
-        cluster=cluster, group=group, timeline=source, assignments=reads_assignments(strategy)
+        cluster=cluster, group=group, timeline=source, assignments=assignments
     )
     complete = True
     done = 0

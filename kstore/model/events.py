@@ -221,7 +221,8 @@ class AssignmentCompleted(EventData):
     a decision that is no replay's."""
     source_version: _NonNegative | None = None
     """A replay's decision: the version of the source's ``AssignmentCompleted`` it
-    answers (a follow-up round: the one its first round answers). Up to which source
+    answers (a follow-up round: the one its first round answers; an eager replay's
+    decision whose source follow-up round it has not: that round's). Up to which source
     version a replay has decided is read from it (queries/coverage.sql)."""
 
     @classmethod

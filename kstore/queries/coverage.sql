@@ -2,7 +2,8 @@
 -- to which source version its timeline has decided: complete or partial.
 -- A replay's decisions name their source timeline (same cluster and group) and the
 -- version of the source's AssignmentCompleted each answers (`source`, `source_version`
--- in their data; a follow-up round: the one its first round answers); any other
+-- in their data; a follow-up round: the one its first round answers; an eager replay's
+-- decision whose source follow-up round it has not: that round's); any other
 -- timeline is its own source, each rebalance answering its own version. Per timeline:
 -- * answered: the greatest source version its decisions answer. Where its last decision
 --   is a follow-up round (two decisions answer that version) and the source's next event

@@ -20,7 +20,7 @@ from kstore._errors import UsageError
 from kstore.analytics.replay import reads_assignments, replay_events
 from kstore.assignors import get_assignor
 from kstore.model.events import AssignmentCompleted, StreamId
-from kstore.model.strategies import SAME
+from kstore.model.strategies import CATALOGUE, SAME, known_protocol
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import map_streams, write_partitioned
 from kstore.spark._schema import LogRow, event_schema, events_to_arrow, spark_schema
@@ -67,11 +67,19 @@ def _replayer(strategies: Sequence[str], warnings: Accumulator[list[str]] | None
 def _source(log: Any, strategies: Sequence[str]) -> Any:
     """The log as ``kstore replay`` reads its source: without ``position``, and each
     ``AssignmentCompleted``'s assignment empty unless the replays may make follow-up
-    rounds (``reads_assignments``). The recorded assignments, most of a log's bytes, are
-    then neither read from Parquet nor shuffled nor turned into Python objects."""
+    rounds (``reads_assignments``) or the log has a cooperative decision (whose
+    follow-up round every replay must see: ``replay.cooperative``, here as Spark's
+    expression). The recorded assignments, most of a log's bytes, are then neither read
+    from Parquet nor shuffled nor turned into Python objects."""
     from pyspark.sql import functions as F
 
     if reads_assignments(*strategies):
+        return log.drop("position")
+    protocol, name = F.col("data")["protocol"], F.col("data")["strategy"]
+    names = [n for n in CATALOGUE if known_protocol(n) == "cooperative"]
+    decided = F.col("type") == AssignmentCompleted.type_name()
+    cooperative = (protocol == "cooperative") | (protocol.isNull() & name.isin(names))
+    if log.where(decided & cooperative).limit(1).count():
         return log.drop("position")
 
     data = spark_schema()["data"].dataType

@@ -158,6 +158,34 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
     assert {len(found) for found in files.values()} == {1}
 
 
+def test_an_eager_replay_of_a_cooperative_log_reads_its_assignments(
+    spark: Any, tmp_path: Path
+) -> None:
+    """An eager replay has none of a cooperative source's follow-up rounds (issue 13), so
+    it reads the source's assignments where the log has a cooperative decision, as
+    ``kstore replay`` does: read without them, the rounds were replayed as rebalances."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(2, 6, seed=5))
+    autoscaling = Path(__file__).parents[2] / "examples" / "autoscaling-10-40-10.yaml"
+    scenario = parse_scenario(autoscaling.read_text(), autoscaling.name)
+    run_scenario(scenario, store=store, timeline="recorded", seed=1)
+    export_store(store, tmp_path / "log")
+    write_replays(read_log(spark, [tmp_path / "log"]), ["sticky"], tmp_path / "out")
+    replayed = _streams(_log(tmp_path / "out"))
+    for info in store.streams():
+        replay(store, cluster=info.stream.cluster, group=info.stream.group, strategy="sticky")
+        target = StreamId(info.stream.cluster, info.stream.group, "replay/sticky")
+        theirs = list(
+            store.events(cluster=target.cluster, group=target.group, timeline="replay/sticky")
+        )
+        assert [(r.version, r.event) for r in replayed[target]] == [
+            (s.version, s.event) for s in theirs
+        ]
+    decided = replayed[StreamId("default", "autoscaling-10-40-10", "replay/sticky")]
+    assert sum(r.event.type == "AssignmentCompleted" for r in decided) == 5  # of 7
+
+
 def test_replay_reads_no_recorded_assignment(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
