@@ -6,6 +6,10 @@
 -- rebalances answering source versions up to the least `decided_to` of the partial ones
 -- among them (`compared_to`; else its own `decided_to`). The `coverage` query names
 -- each timeline's source.
+-- The average stickiness adds the rebalances' up in stream order (an ordered aggregate):
+-- DuckDB's parallel avg of doubles added its threads' shares in the order they finished,
+-- so a timeline and a copy of it differed in the last digits; imbalance is an integer,
+-- whose avg DuckDB sums exactly.
 -- Parameters: $group (required), $cluster (default 'default'), $timelines (comma
 -- separated; NULL: all of the group's).
 -- Required: $group
@@ -26,7 +30,7 @@ SELECT m.timeline,
        sum(m.moved) AS churn,
        sum(m.new) AS new,
        sum(m.revoked) AS revoked,
-       avg(m.stickiness) AS stickiness,
+       avg(m.stickiness ORDER BY m.version) AS stickiness,
        avg(m.imbalance) AS imbalance,
        sum(m.excess) AS excess,
        sum(m.unassigned) AS unassigned,
