@@ -7,6 +7,10 @@
 -- from its previous owner (the owner revokes it first; a follow-up round assigns it) is
 -- 'withheld', and `expected` is true: the protocol does that, nothing went wrong. The
 -- protocol is the event's, else the strategy catalogue's (kstore_protocol).
+-- In stream order, a rebalance whose generation is below the one before it
+-- ('generation-backwards') and an event of any type whose `at` is before the one before
+-- it ('time-backwards'; `generation` NULL unless it is a rebalance) are listed too: a
+-- recorder's clock or a merge of two recorders' streams, not what a group does.
 -- Parameters: $cluster, $group, $timeline (NULL: all).
 WITH
 events AS (
@@ -72,14 +76,39 @@ unknown AS (
           AND m.version = a.version AND m.member = a.member)
     GROUP BY ALL
 ),
+generations AS (
+    SELECT cluster, group_id, timeline, version, 'generation-backwards' AS kind,
+           NULL AS topic, NULL AS "partition", NULL AS members, NULL AS partitions
+    FROM (SELECT *, lag(generation) OVER (PARTITION BY cluster, group_id, timeline
+                                          ORDER BY version) AS before
+          FROM events)
+    WHERE generation < before
+),
+late AS (  -- events of any type before the one before them
+    SELECT cluster, group_id, timeline, version, "at"
+    FROM (SELECT cluster, group_id, timeline, version, "at",
+                 lag("at") OVER (PARTITION BY cluster, group_id, timeline
+                                 ORDER BY version) AS before
+          FROM kstore_events
+          WHERE ($cluster IS NULL OR cluster = $cluster)
+            AND ($group IS NULL OR group_id = $group)
+            AND ($timeline IS NULL OR timeline = $timeline))
+    WHERE "at" < before
+),
 found AS (
     SELECT * FROM doubles
     UNION ALL SELECT * FROM unassigned
     UNION ALL SELECT * FROM nonexistent
     UNION ALL SELECT * FROM unknown
+    UNION ALL SELECT * FROM generations
+    UNION ALL
+    SELECT cluster, group_id, timeline, version, 'time-backwards', NULL, NULL, NULL, NULL
+    FROM late
 )
-SELECT f.cluster, f.group_id AS "group", f.timeline, f.version, e.generation, e."at",
-       f.kind, f.topic, f."partition", f.members, f.partitions,
-       f.kind = 'withheld' AS expected
-FROM found f JOIN events e USING (cluster, group_id, timeline, version)
+SELECT f.cluster, f.group_id AS "group", f.timeline, f.version, e.generation,
+       coalesce(e."at", l."at") AS "at", f.kind, f.topic, f."partition", f.members,
+       f.partitions, f.kind = 'withheld' AS expected
+FROM found f
+LEFT JOIN events e USING (cluster, group_id, timeline, version)
+LEFT JOIN late l USING (cluster, group_id, timeline, version)
 ORDER BY f.cluster, "group", f.timeline, f.version, f.kind, f.topic, f."partition", f.members
