@@ -54,6 +54,7 @@ from typing import Literal, get_args
 
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
+from kstore.analytics._queries import get_query
 from kstore.assignors import TopicPartition, assign, get_assignor
 from kstore.model._construct import construct
 from kstore.model._timelines import new_timeline
@@ -460,6 +461,16 @@ def cooperative(data: AssignmentCompleted) -> bool:
     return (data.protocol or known_protocol(data.strategy)) == "cooperative"
 
 
+def _has_cooperative(store: EventStore, stream: StreamId) -> bool:
+    """Whether the stream has a cooperative rebalance (the ``protocols`` query: the rule
+    of ``cooperative`` in SQL, ``kstore_protocol`` being ``known_protocol``), asked of
+    the store without reading a decision into Python."""
+    query = get_query("protocols")
+    scope = {"cluster": stream.cluster, "group": stream.group, "timeline": stream.timeline}
+    found = store.query(query.sql, {p: scope[p] for p in query.parameters}).records()
+    return any(row["protocol"] == "cooperative" for row in found)
+
+
 def reads_assignments(*strategies: str) -> bool:
     """Whether a replay with these strategies reads its source's assignments whatever
     the source. It decides every assignment itself, but where a cooperative decision of
@@ -621,9 +632,8 @@ def replay(
         )
     replayer = _Replayer(target, strategy, stored, writer.fold())
     count = 0
-    assignments = reads_assignments(strategy) or any(
-        isinstance(s.event.data, AssignmentCompleted) and cooperative(s.event.data)
-        for s in store.events(cluster=cluster, group=group, timeline=source, assignments=False)
+    assignments = reads_assignments(strategy) or _has_cooperative(
+        store, StreamId(cluster, group, source)
     )
     source_events = store.events(
         cluster=cluster, group=group, timeline=source, assignments=assignments
