@@ -464,20 +464,29 @@ class ClassicGroupSim(GroupSim):
         left = len(members) - len(awaiting)
         release = self.ledger.release_all if self.protocol_name == "eager" else None
         items, pos, stop, live = due.window()
+        take = live.pop
         last = None
         for i in range(pos, stop):
             at, seq, key, rejoin = items[i]
-            if live.get(key) != seq:
-                continue  # stale: its timer was reset or cancelled
-            del live[key]
+            # One dictionary operation for the common case (the key pending with this
+            # number: consumed); a stale one (its timer reset or cancelled) is skipped, a
+            # later number taken out by mistake put back (nothing reads the keys' order).
+            pending = take(key, None)
+            if pending != seq:
+                if pending is not None:
+                    live[key] = pending
+                continue
             last = at
             client, life = rejoin
             if client.life != life or not client.alive or at < client.cut_until:
                 continue
             member_id = client.member_id
-            if member_id in members and member_id not in awaiting:  # ``None`` never is
+            if member_id not in members:  # ``None`` never is: it rejoins as a new member
+                due.consumed(i + 1, at)
+                return rejoin
+            if member_id not in awaiting:
                 left -= 1
-            if member_id not in members or (not left and completes):
+            if not left and completes:
                 due.consumed(i + 1, at)
                 return rejoin
             awaiting.add(member_id)
