@@ -14,7 +14,6 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain
-from operator import attrgetter
 
 from kstore._errors import KstoreError, known_hint
 from kstore.assignors import TopicPartition
@@ -29,9 +28,6 @@ from kstore.protocol.settings import ProtocolSettings
 from kstore.store.writer import stamper
 
 __all__ = ["Client", "GroupSim", "MemberSpec", "NotNow", "ResumeMismatch"]
-
-
-_topics_of = attrgetter("topics")
 
 
 class NotNow(KstoreError):
@@ -198,10 +194,10 @@ class GroupSim:
 
     def subscribed_counts(self) -> dict[str, int]:
         """Partition counts of the existing topics some member subscribes to, by name."""
-        # Members mostly share a subscription: its distinct tuples first (every decision
-        # asks, a pass over the members), then their topics.
-        lists = set(map(_topics_of, self.state.members.values()))
-        topics = lists.pop() if len(lists) == 1 else set(chain.from_iterable(lists))
+        # Members mostly share a subscription: its distinct tuples first (kept by the
+        # fold: every decision asks), then their topics.
+        lists = self.state.topic_lists()
+        topics = lists[0] if len(lists) == 1 else set(chain.from_iterable(lists))
         return {t: n for t, n in sorted(self.state.topics.items()) if t in topics}
 
     # --- the cluster -------------------------------------------------------------------

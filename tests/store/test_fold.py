@@ -10,6 +10,7 @@ from kstore.assignors import AssignmentRequest
 from kstore.model import (
     AssignmentCompleted,
     Event,
+    EventData,
     GroupState,
     MemberJoined,
     MemberLeft,
@@ -145,6 +146,40 @@ def test_each_request_without_owned_is_a_fresh_folds(events: list[Event], first:
         assert state.to_request("range", owned=False) == fresh.model_copy(update={"members": bare})
         if number % 2:
             assert state.to_request("range") == fresh
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=streams(), first=st.integers(0, 5))
+def test_topic_lists_kept_as_the_fold_goes_are_a_fresh_folds(
+    events: list[Event], first: int
+) -> None:
+    """``topic_lists`` made at the event ``first`` and kept up to date from there (joins,
+    a join of a member id already known, leaves, subscription changes, replacements)
+    names the distinct topic lists of the members at every event, as a fresh fold does."""
+    state = GroupState()
+    for number, event in enumerate(events):
+        state.apply(event)
+        if number < first:
+            continue
+        members = GroupState.from_dict(state.to_dict()).members.values()
+        assert sorted(state.topic_lists()) == sorted({m.topics for m in members})
+
+
+def test_topic_lists_follow_joins_leaves_and_subscription_changes() -> None:
+    state = GroupState()
+    steps: list[tuple[EventData, list[tuple[str, ...]]]] = [
+        (MemberJoined(member_id="a", topics=["t1"]), [("t1",)]),
+        (MemberJoined(member_id="b", topics=["t1", "t2"]), [("t1",), ("t1", "t2")]),
+        (MemberJoined(member_id="c", topics=["t1"]), [("t1",), ("t1", "t2")]),
+        (MemberJoined(member_id="b", topics=["t3"]), [("t1",), ("t3",)]),  # b again
+        (SubscriptionChanged(member_id="a", topics=["t2"]), [("t1",), ("t2",), ("t3",)]),
+        (MemberLeft(member_id="c", reason="leave"), [("t2",), ("t3",)]),
+        (MemberReplaced(old_member_id="a", new_member_id="d", instance_id="i"), [("t2",), ("t3",)]),
+        (MemberLeft(member_id="d", reason="leave"), [("t3",)]),
+    ]
+    for number, (data, lists) in enumerate(steps):
+        state.apply(make_event(data, number))
+        assert sorted(state.topic_lists()) == lists, data
 
 
 def test_the_fold_keeps_the_request_up_to_date() -> None:
