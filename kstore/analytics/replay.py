@@ -120,6 +120,9 @@ class ReplayResult:
     assignor_cpu_seconds: float = 0.0
     """The assignor's CPU time (within ``assignor_seconds``). On a busy machine the
     two walls stretch with the others' turns; the CPU ratio moves less."""
+    reused: bool = False
+    """True when the target was stored whole already and read as done: no source event
+    read, nothing decided or appended (``advise``'s rule, ``stored_whole``)."""
 
 
 class _Replayer:

@@ -314,8 +314,8 @@ def print_advice(
         done = replay_every(
             store, group, cluster, source, names, stop=stopped.is_set, progress=told
         )
-    # The same command continues: each replay into replay/<strategy> with resume, where a
-    # whole one is read and not decided again (replay's rule).
+    # The same command continues: a replay stored whole is read as done (advise's
+    # stored_whole), a partial one resumed into replay/<strategy>.
     again = f"the same command again reuses them: {shlex.join(['kstore', *sys.argv[1:]])}"
     if len(done) < len(names) or not done[-1].complete:
         whole = [n for n, d in zip(names, done, strict=False) if d.complete]

@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 from benchmarks._fleet import group_events
-from kstore.analytics.advise import against_optimal
+from kstore.analytics.advise import against_optimal, replay_every
+from kstore.analytics.scope import replays
+from kstore.model.events import RebalanceStarted
 from kstore.model.strategies import CATALOGUE
 from kstore.store.log import Store
 from tests.processes import interrupted_when, on_a_terminal, plain
@@ -236,3 +238,44 @@ def test_advise_shows_a_bar_on_a_terminal_only(tmp_path: Path) -> None:
     piped = subprocess.run([*command, "--format", "csv"], capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr, piped.stderr
     assert all(line.startswith("kstore: note: ") for line in piped.stderr.splitlines())
+
+
+def test_a_second_advise_reads_the_replays_stored_whole_and_resumes_those_a_rebalance_outgrew(
+    tmp_path: Path,
+) -> None:
+    """advise again on a store whose replays were all complete decided the whole history
+    again to check each against what was stored (25 s on 2,000 rebalances); now a replay
+    of the source by its strategy that coverage says is complete is read as done (nothing
+    read, decided or appended), and one the source outgrew by a rebalance is continued."""
+    events = list(group_events("g", 60, seed=5))
+    cut = max(i for i, e in enumerate(events) if isinstance(e.data, RebalanceStarted))
+    store = initialised_store(tmp_path / "s.duckdb")
+    store.append(events[:cut])
+    names = ["range", "sticky", "cooperative-sticky"]
+    first = replay_every(store, "g", "default", "recorded", names)
+    assert [r.complete and not r.reused and r.events > 0 for r in first] == [True] * 4
+    stored = _stored(store)
+    told: list[tuple[int, int]] = []
+    again = replay_every(
+        store, "g", "default", "recorded", names, progress=lambda *a: told.append(a)
+    )
+    assert [(r.stream.timeline, r.reused, r.complete, r.events, r.rebalances) for r in again] == [
+        (f"replay/{n}", True, True, 0, 0) for n in [*names, "optimal"]
+    ]
+    assert [r.resumed for r in again] == [stored[r.stream.timeline] for r in again]
+    assert _stored(store) == stored
+    assert told[-1] == (4 * stored["recorded"], 4 * stored["recorded"])
+    # the source grows by a rebalance: each replay is partial, and continued
+    store.append(events[cut:])
+    assert set(replays(store, "default", "g")[("default", "g")].values()) == {False}
+    grown = replay_every(store, "g", "default", "recorded", names)
+    assert [(r.reused, r.complete, r.resumed) for r in grown] == [
+        (False, True, stored[r.stream.timeline]) for r in grown
+    ]
+    assert all(r.events > 0 for r in grown)
+    assert set(replays(store, "default", "g")[("default", "g")].values()) == {True}
+    # ... as a replay of the whole source in one go stores them
+    fresh = initialised_store(tmp_path / "fresh.duckdb")
+    fresh.append(events)
+    replay_every(fresh, "g", "default", "recorded", names)
+    assert _stored(fresh) == _stored(store)
