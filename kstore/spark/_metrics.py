@@ -155,8 +155,23 @@ def metrics_of(spark: Any, log: Any) -> Iterator[Any]:
         stats.unpersist()
 
 
+def _in_stream_order(column: str) -> Any:
+    """The average of a window's non-NULL ``column`` (a double) as ``queries/windows.sql``
+    takes it (``avg(... ORDER BY version)``): added up in stream order, then divided by
+    their count. ``F.avg`` adds in the partitions' order, so the same rows partitioned
+    otherwise differed in the last digits, from DuckDB and from each other."""
+    from pyspark.sql import functions as F
+
+    # collect_list leaves out NULLs: the struct is NULL where the value is.
+    pairs = F.collect_list(F.when(F.col(column).isNotNull(), F.struct("version", column)))
+    values = F.transform(F.array_sort(pairs), lambda pair: pair[column])
+    total = F.aggregate(values, F.lit(0.0).cast("double"), lambda added, value: added + value)
+    return F.when(F.size(values) > 0, total / F.size(values))
+
+
 def summarise(metrics: Any, window: str = "hour") -> Any:
-    """Per stream and window (``hour`` or ``day`` of ``at``): the sums and averages."""
+    """Per stream and window (``hour`` or ``day`` of ``at``): the sums and averages, the
+    same to the last digit as ``queries/windows.sql``'s whatever the partitioning."""
     from pyspark.sql import functions as F
 
     return (
@@ -168,7 +183,8 @@ def summarise(metrics: Any, window: str = "hour") -> Any:
             F.sum("moved").alias("churn"),
             F.sum("new").alias("new"),
             F.sum("revoked").alias("revoked"),
-            F.avg("stickiness").alias("stickiness"),
+            _in_stream_order("stickiness").alias("stickiness"),
+            # imbalance is a whole number: its sum is exact in any order
             F.avg("imbalance").alias("imbalance"),
         )
         .select(*WINDOW_COLUMNS)
