@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from kstore._apart import FORKS, Apart
 from kstore._gc import cyclic_gc_paused
-from kstore.model.events import Event, StreamId
+from kstore.model.events import AssignmentCompleted, Event, StreamId
 from kstore.model.fold import GroupState
 from kstore.protocol.classic import ClassicGroupSim
 from kstore.protocol.consumer import ConsumerGroupSim
@@ -40,6 +40,14 @@ many as the one before, up to ``FLUSH_MOST``: each append costs time that grows 
 what the store holds (docs/simulation.md#speed)."""
 FLUSH_MOST = 16_000
 """Events per append at most, into a store that is not appended apart."""
+FLUSH_HEAVY = 500_000
+"""Members and partitions the assignments of a batch (its ``AssignmentCompleted`` events)
+hold at most before it is appended, whatever its count of events: a rebalance of 1,000
+members over 2,000 partitions is an assignment of 3,000 entries (84 KB of JSON), kept
+with what the fold recorded of it (``GroupState.applied``) until stored, and appending
+takes about four times what the batch holds; counted in events alone, batches growing
+to 16,000 held the whole run of 4,000 steps (3.3 GB). A batch's memory is thus bounded
+by this and the group's size, not by the run's length (docs/performance.md)."""
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -264,6 +272,7 @@ def run_scenario(
     driver = _Driver(sim, scenario)
     appended = 0
     batch_size = FLUSH_EVERY
+    weighed = weight = 0  # of ``sim.emitted``: the events weighed, their assignments' size
     made_apart: tuple[float, float] | None = None
 
     def made() -> None:
@@ -275,13 +284,14 @@ def run_scenario(
             made_apart = (time.process_time() - began_cpu, creating.cpu)
 
     def flush(last: bool) -> None:
-        nonlocal appended, batch_size, apart_if_free
+        nonlocal appended, batch_size, apart_if_free, weighed, weight
         if writer is None or not sim.emitted:
             return  # in memory, ``sim.emitted`` keeps the whole run
         made()
         if apart_if_free:  # decided once, at the first batch: how busy is the machine now
             writer.apart, apart_if_free = _core_free(began, made_apart), False
         batch, sim.emitted = sim.emitted, []
+        weighed = weight = 0
         if stop_after is not None:
             batch = batch[: max(stop_after - appended, 0)]
         writer.add(batch, fold=sim.state)
@@ -292,10 +302,27 @@ def run_scenario(
         appended += len(batch)
         batch_size = min(batch_size * 2, FLUSH_MOST)
 
+    def heavy() -> bool:
+        """Whether the events not yet handed over hold ``FLUSH_HEAVY`` members and
+        partitions in their assignments (each event weighed once)."""
+        nonlocal weighed, weight
+        emitted = sim.emitted
+        if len(emitted) > weighed:
+            for event in emitted[weighed:]:  # one or none most ticks
+                data = event.data
+                if type(data) is AssignmentCompleted:  # exact: no pydantic metaclass check
+                    shares = data.assignment
+                    weight += len(shares) + sum(map(len, shares.values()))
+            weighed = len(emitted)
+        return weight >= FLUSH_HEAVY
+
     def ready() -> bool:
         """Whether to hand the events over now: apart, as soon as the last batch is
         stored (at least ``FLUSH_EVERY`` events), so the store is kept busy and the run
-        never waits for it; else in batches growing to ``FLUSH_MOST``."""
+        never waits for it; else in batches growing to ``FLUSH_MOST``. Either way once
+        its assignments hold ``FLUSH_HEAVY`` entries (apart, the last batch waited for)."""
+        if writer is not None and heavy():
+            return True
         if writer is not None and writer.apart:
             return len(sim.emitted) >= FLUSH_EVERY and not writer.appending
         return len(sim.emitted) >= batch_size
