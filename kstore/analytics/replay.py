@@ -50,11 +50,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Literal, get_args
 
 from kstore._errors import UsageError
 from kstore._gc import cyclic_gc_paused
-from kstore.analytics._queries import get_query
 from kstore.assignors import TopicPartition, assign, get_assignor
 from kstore.model._construct import construct
 from kstore.model._timelines import new_timeline
@@ -75,7 +75,7 @@ from kstore.model.strategies import (
     known_protocol,
     protocol_of,
 )
-from kstore.store.interface import EventStore
+from kstore.store.interface import EventStore, StoredEvent
 from kstore.store.writer import Writer, stamp
 
 __all__ = [
@@ -168,7 +168,7 @@ class _Replayer:
         # that round started over (its coordinator moved), not another rebalance.
         self._round: int | None = None
         # The source's latest assignment (read only where ``reads_assignments``, or
-        # where the source has a cooperative decision).
+        # from the source's first cooperative decision on: ``_source_events``).
         self._source_assignment: Mapping[str, Sequence[TopicPartition]] = {}
         # A source decision decided, not yet given: the source's not-taken-up facts of
         # it come after it, and the replay's decision gives those members what they held.
@@ -295,6 +295,12 @@ class _Replayer:
             for m, tps in before.items()
             if m in members
         )
+
+    def source_decided(self, data: EventData) -> None:
+        """The source's latest decision, ``data`` whole, read again after it was fed
+        without its assignment (``_source_events``)."""
+        if isinstance(data, AssignmentCompleted):
+            self._source_assignment = data.assignment
 
     def _source_took(self, data: AssignmentCompleted) -> bool:
         """Whether the source's decision ``data`` left its own follow-up round due (a
@@ -464,14 +470,37 @@ def cooperative(data: AssignmentCompleted) -> bool:
     return (data.protocol or known_protocol(data.strategy)) == "cooperative"
 
 
-def _has_cooperative(store: EventStore, stream: StreamId) -> bool:
-    """Whether the stream has a cooperative rebalance (the ``protocols`` query: the rule
-    of ``cooperative`` in SQL, ``kstore_protocol`` being ``known_protocol``), asked of
-    the store without reading a decision into Python."""
-    query = get_query("protocols")
-    scope = {"cluster": stream.cluster, "group": stream.group, "timeline": stream.timeline}
-    found = store.query(query.sql, {p: scope[p] for p in query.parameters}).records()
-    return any(row["protocol"] == "cooperative" for row in found)
+def _source_events(
+    store: EventStore, stream: StreamId, strategy: str, replayer: _Replayer
+) -> Iterator[StoredEvent]:
+    """The source's events for a replay with ``strategy``: whole where it
+    ``reads_assignments``; else without their assignments (a big group's partitions
+    neither fetched nor parsed) up to the source's first cooperative decision, and whole
+    from it on, the decision before it told to ``replayer`` whole (``_source_took``
+    compares a cooperative decision with it). An eager source is read once, light, with
+    nothing asked of the store beforehand (a query for its protocols parsed every
+    decision's JSON: +0.12 s of a 0.63 s replay of 60 x 10,000 partitions)."""
+    read = partial(
+        store.events, cluster=stream.cluster, group=stream.group, timeline=stream.timeline
+    )
+    if reads_assignments(strategy):
+        yield from read()
+        return
+    decided: int | None = None  # the version of the last decision read
+    for light in read(assignments=False):
+        data = light.event.data
+        if isinstance(data, AssignmentCompleted):
+            if cooperative(data):
+                break
+            decided = light.version
+        yield light
+    else:
+        return
+    for whole in read(from_version=decided or light.version):
+        if whole.version >= light.version:
+            yield whole
+        elif whole.version == decided:
+            replayer.source_decided(whole.event.data)
 
 
 def reads_assignments(*strategies: str) -> bool:
@@ -635,12 +664,7 @@ def replay(
         )
     replayer = _Replayer(target, strategy, stored, writer.fold())
     count = 0
-    assignments = reads_assignments(strategy) or _has_cooperative(
-        store, StreamId(cluster, group, source)
-    )
-    source_events = store.events(
-        cluster=cluster, group=group, timeline=source, assignments=assignments
-    )
+    source_events = _source_events(store, StreamId(cluster, group, source), strategy, replayer)
     complete = True
     done = 0
     store_seconds = 0.0

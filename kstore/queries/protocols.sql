@@ -1,9 +1,9 @@
 -- protocols: each stream's rebalances by the protocol they ran under: the
 -- AssignmentCompleted's `protocol`, else its strategy's in kstore's catalogue
--- (kstore_protocol; NULL for a strategy kstore does not know). `kstore replay` reads it
--- to see whether its source has a cooperative rebalance, whose follow-up round any
--- replay must know of (docs/analytics.md), and so whether to read the source's
--- assignments at all.
+-- (kstore_protocol; NULL for a strategy kstore does not know): whether a stream has
+-- a cooperative rebalance, whose follow-up rounds any replay of it must know of
+-- (docs/analytics.md; `kstore replay` learns it from the source's events as it reads
+-- them).
 -- Parameters: $cluster, $group, $timeline (NULL: all).
 SELECT cluster, group_id AS "group", timeline,
        coalesce(protocol, kstore_protocol(strategy)) AS protocol, count(*) AS rebalances
