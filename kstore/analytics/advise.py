@@ -128,7 +128,6 @@ def replay_every(
     (each reads the whole source; one read as done counts as read)."""
     names = replayed(strategies)
     whole = stored_whole(store, group, cluster, source, names)
-    sizes = {info.stream: info.events for info in store.streams()}
     done: list[ReplayResult] = []
     for index, name in enumerate(names):
 
@@ -138,8 +137,9 @@ def replay_every(
 
         if name in whole:
             target = StreamId(cluster, group, f"replay/{name}")
-            result = ReplayResult(target, 0, 0, 0, 0.0, 0.0, resumed=sizes[target], reused=True)
-            total = sizes[StreamId(cluster, group, source)]
+            stored = store.version(target)
+            result = ReplayResult(target, 0, 0, 0, 0.0, 0.0, resumed=stored, reused=True)
+            total = store.version(StreamId(cluster, group, source))
             told(total, total)
         else:
             result = replay(
