@@ -258,7 +258,8 @@ def run_scenario(
     if store is not None:
         from kstore.store.log import Store
 
-        writer = Writer(store, batch_events=None)
+        # batches cut by the run (``ready``: ``FLUSH_HEAVY`` weighed there), not the writer
+        writer = Writer(store, batch_events=None, batch_entries=None)
         apart_if_free = isinstance(store, Store)
         if new_store and isinstance(store, Store) and FORKS:
             making = Apart(store.init, "creating the store")

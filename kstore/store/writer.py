@@ -190,7 +190,7 @@ class Writer:
         stream, these events included (neither the writer nor the store folds them)."""
         for event in events:
             self._pending.append(event)
-            if isinstance(event.data, AssignmentCompleted):
+            if self.batch_entries is not None and isinstance(event.data, AssignmentCompleted):
                 self._entries += sum(map(len, event.data.assignment.values()))
         if fold is not None and fold.stream is not None:
             if fold.applied is None:
