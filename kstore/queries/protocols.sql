@@ -1,7 +1,7 @@
 -- protocols: each stream's rebalances by the protocol they ran under: the
 -- AssignmentCompleted's `protocol`, else its strategy's in kstore's catalogue
--- (kstore_protocol; NULL for a strategy kstore does not know): whether a stream has
--- a cooperative rebalance, whose follow-up rounds any replay of it must know of
+-- (kstore_protocol; NULL for a strategy kstore does not know). So: whether a stream
+-- has a cooperative rebalance, whose follow-up rounds any replay of it must know of
 -- (docs/analytics.md; `kstore replay` learns it from the source's events as it reads
 -- them).
 -- Parameters: $cluster, $group, $timeline (NULL: all).
