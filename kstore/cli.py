@@ -271,7 +271,13 @@ def simulate_cmd(
         str | None, typer.Option("--strategy", help="The assignor every member uses.")
     ] = None,
     protocol: Annotated[
-        str | None, typer.Option("--protocol", help="eager, cooperative or consumer.")
+        str | None,
+        typer.Option(
+            "--protocol",
+            help="eager, cooperative or consumer (default: the scenario's protocol, else "
+            "Kafka's rule: cooperative when every member offers only cooperative-sticky, "
+            "eager otherwise).",
+        ),
     ] = None,
     timeline: Annotated[
         str | None, typer.Option("--timeline", help="Default sim/<scenario name>.")

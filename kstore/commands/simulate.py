@@ -16,7 +16,13 @@ from kstore.commands._output import progress_bar
 from kstore.commands._stop import stop_requested
 from kstore.model._timelines import new_timeline
 from kstore.model.events import format_span
-from kstore.model.strategies import CLASSIC_STRATEGIES, CONSUMER_STRATEGIES, Protocol, fitting
+from kstore.model.strategies import (
+    CLASSIC_STRATEGIES,
+    CONSUMER_STRATEGIES,
+    COOPERATIVE_STRATEGIES,
+    Protocol,
+    fitting,
+)
 from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
 from kstore.store.log import Store
 
@@ -40,18 +46,40 @@ def _scenario(
 
 
 def _override(scenario: Scenario, strategy: str | None, protocol: str | None) -> Scenario:
-    """``--protocol`` / ``--strategy``: every member then offers the group's strategy."""
+    """``--protocol`` / ``--strategy``: every member then offers the group's strategy.
+
+    The protocol run: ``--protocol`` when given, else the scenario's own ``protocol:``,
+    else Kafka's rule for what the members offer (``Scenario.rebalance_protocol``:
+    cooperative when that is only cooperative strategies, so ``--strategy
+    cooperative-sticky`` alone runs the cooperative protocol)."""
     if protocol is None and strategy is None:
         return scenario
     proto = protocol or scenario.protocol
-    if proto not in ("eager", "cooperative", "consumer"):
+    if proto not in (None, "eager", "cooperative", "consumer"):
         raise UsageError(f"--protocol: one of eager, cooperative, consumer (not {proto})")
     allowed = CONSUMER_STRATEGIES if proto == "consumer" else CLASSIC_STRATEGIES
     if strategy is not None:
         try:
-            fitting(strategy, proto)
+            fitting(strategy, proto or "eager")
         except ValueError as exc:
             raise UsageError(f"--strategy: {exc}") from None
+        if proto == "cooperative" and strategy not in COOPERATIVE_STRATEGIES:
+            said = (
+                "--protocol cooperative" if protocol else f"{scenario.name}'s protocol cooperative"
+            )
+            raise UsageError(
+                f"--strategy {strategy}: {said} needs a cooperative strategy "
+                f"({', '.join(s for s in allowed if s in COOPERATIVE_STRATEGIES)})"
+                + ("" if protocol else "; add --protocol eager to run it eager")
+            )
+        if protocol is None and proto == "eager" and strategy in COOPERATIVE_STRATEGIES:
+            # Kafka allows it, but the user asking for cooperative-sticky on a scenario
+            # that says eager got the eager numbers with no word.
+            print(
+                f"kstore: note: {scenario.name} sets protocol eager: {strategy} runs under "
+                "it (--protocol cooperative for the cooperative protocol)",
+                file=sys.stderr,
+            )
     if strategy is None and scenario.strategy in allowed and proto != "cooperative":
         strategy = scenario.strategy
     raw = scenario.model_dump(by_alias=True)

@@ -12,6 +12,7 @@ for Apache Kafka's Java clients (the plain names), other libraries under a prefi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,10 +22,12 @@ __all__ = [
     "CATALOGUE",
     "CLASSIC_STRATEGIES",
     "CONSUMER_STRATEGIES",
+    "COOPERATIVE_STRATEGIES",
     "SAME",
     "Protocol",
     "Strategy",
     "UnknownStrategy",
+    "classic_protocol",
     "fitting",
     "flavour_of",
     "known_protocol",
@@ -90,6 +93,25 @@ CLASSIC_STRATEGIES = tuple(
 
 CONSUMER_STRATEGIES = tuple(name for name, entry in CATALOGUE.items() if not entry.classic)
 """Broker-side assignors of the consumer protocol (KIP-848, ``group.remote.assignor``)."""
+
+COOPERATIVE_STRATEGIES = tuple(
+    name for name, entry in CATALOGUE.items() if entry.protocol == "cooperative"
+)
+"""The strategies whose assignor supports COOPERATIVE rebalancing (KIP-429), every flavour."""
+
+
+def classic_protocol(offers: Iterable[Iterable[str]]) -> Literal["eager", "cooperative"]:
+    """The classic rebalance protocol of a group whose members offer these assignors
+    (each member's list, in preference order): Kafka's consumer rebalances cooperatively
+    when every assignor it is configured with supports COOPERATIVE (``ConsumerCoordinator``
+    takes the highest protocol all of them support), so a group is ``cooperative`` when
+    every member offers only cooperative strategies (``cooperative-sticky``), ``eager``
+    otherwise (one eager assignor in a member's list, as in Kafka's upgrade path
+    ``[cooperative-sticky, range]``, keeps that member eager). The consumer protocol
+    (KIP-848) is never inferred: a group uses it only when configured to."""
+    cooperative = set(COOPERATIVE_STRATEGIES)
+    lists = [set(offer) for offer in offers]
+    return "cooperative" if lists and all(o and o <= cooperative for o in lists) else "eager"
 
 
 class UnknownStrategy(UsageError):

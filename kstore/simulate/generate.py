@@ -22,9 +22,10 @@ def _name(i: int) -> str:
 
 
 def generate(
-    kind: str, *, members: int, steps: int, seed: int, protocol: Protocol = "eager"
+    kind: str, *, members: int, steps: int, seed: int, protocol: Protocol | None = None
 ) -> Scenario:
-    """A scenario of ``steps`` timed steps over a group of ``members`` consumers.
+    """A scenario of ``steps`` timed steps over a group of ``members`` consumers (of
+    ``protocol``; none: the strategy's, eager for the default ``range``).
 
     - ``steady-churn``: members leave, crash and join at random, the size staying near N;
     - ``autoscaling``: the group is scaled between N/2 and 2N (at most ``MAX_MEMBERS``)

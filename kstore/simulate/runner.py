@@ -142,9 +142,9 @@ def build_sim(
         "stored": stored,
         "state": state,
     }
-    if scenario.protocol == "consumer":
+    if (protocol := scenario.rebalance_protocol) == "consumer":
         return ConsumerGroupSim(stream, strategy=scenario.default_strategy, **common)  # type: ignore[arg-type]
-    return ClassicGroupSim(stream, protocol=scenario.protocol, **common)  # type: ignore[arg-type]
+    return ClassicGroupSim(stream, protocol=protocol, **common)  # type: ignore[arg-type]
 
 
 class _Driver:

@@ -32,7 +32,13 @@ from kstore._limits import (
     check_instant,
 )
 from kstore.assignors._contract import check_total
-from kstore.model.strategies import Protocol, fitting
+from kstore.model.strategies import (
+    CLASSIC_STRATEGIES,
+    COOPERATIVE_STRATEGIES,
+    Protocol,
+    classic_protocol,
+    fitting,
+)
 from kstore.protocol.settings import ProtocolSettings
 
 __all__ = [
@@ -54,6 +60,9 @@ class ScenarioError(UsageError):
 MAX_SCENARIO_CHARS = 4 * 1024 * 1024
 MAX_DURATION_MS = 100 * 365 * 86_400_000
 _MAX_DEPTH = 64
+
+_DEFAULT_STRATEGY = {"consumer": "uniform", "cooperative": "cooperative-sticky"}
+_COOPERATIVE_ONES = ", ".join(s for s in CLASSIC_STRATEGIES if s in COOPERATIVE_STRATEGIES)
 
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
@@ -228,9 +237,12 @@ class Scenario(_Model):
     start: Annotated[AwareDatetime, AfterValidator(check_instant)] = datetime(
         2026, 1, 1, tzinfo=UTC
     )
-    protocol: Protocol = "eager"
+    protocol: Protocol | None = None
+    """The scenario's own protocol; when absent, the members' assignors decide it
+    (``rebalance_protocol``)."""
     strategy: str | None = None
-    """Default assignor: ``range`` (classic) or ``uniform`` (consumer)."""
+    """Default assignor: ``range`` (classic), ``cooperative-sticky`` (cooperative) or
+    ``uniform`` (consumer)."""
     settings: ProtocolSettings = ProtocolSettings()
     topics: dict[TopicName, Annotated[TopicSpec, BeforeValidator(_topic)]]
     members: list[MemberGroup]
@@ -248,7 +260,24 @@ class Scenario(_Model):
     @field_validator("strategy")
     @classmethod
     def _fits_protocol(cls, strategy: str | None, info: ValidationInfo) -> str | None:
-        return None if strategy is None else fitting(strategy, info.data.get("protocol", "eager"))
+        # No protocol: a classic one (eager or cooperative), whichever the assignors make.
+        return None if strategy is None else fitting(strategy, info.data.get("protocol") or "eager")
+
+    def offers(self) -> list[list[str]]:
+        """The assignors (in preference order) each ``members`` entry offers: its
+        ``protocols``, else the scenario's ``strategy``, else the protocol's default."""
+        own = [self.strategy or _DEFAULT_STRATEGY.get(self.protocol or "eager", "range")]
+        return [group.protocols or own for group in self.members]
+
+    @property
+    def rebalance_protocol(self) -> Protocol:
+        """The protocol the group runs: the scenario's own ``protocol``, else Kafka's rule
+        for what the members it starts with offer (``classic_protocol``: cooperative when
+        every one offers only cooperative strategies, eager otherwise; the consumer
+        protocol only when named). Members that join later do not change it."""
+        if self.protocol is not None:
+            return self.protocol
+        return classic_protocol(self.offers())
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -259,23 +288,21 @@ class Scenario(_Model):
         if sum(group.count for group in self.members) > MAX_MEMBERS:
             raise ValueError(f"members: more than {MAX_MEMBERS:,} in all")
         if self.protocol == "cooperative":
-            for group in self.members:
-                if group.protocols and set(group.protocols) != {"cooperative-sticky"}:
+            if self.strategy not in (None, *COOPERATIVE_STRATEGIES):
+                raise ValueError(f"protocol cooperative needs strategy {_COOPERATIVE_ONES}")
+            for offer in self.offers():
+                if not set(offer) <= set(COOPERATIVE_STRATEGIES):
                     raise ValueError(
                         "protocol cooperative: Kafka's clients use COOPERATIVE only when all "
-                        "their assignors support it (here: cooperative-sticky only)"
+                        f"their assignors support it (here: {_COOPERATIVE_ONES} only)"
                     )
-            if self.strategy not in (None, "cooperative-sticky"):
-                raise ValueError("protocol cooperative needs strategy cooperative-sticky")
         return self
 
     @property
     def default_strategy(self) -> str:
         if self.strategy is not None:
             return self.strategy
-        return {"consumer": "uniform", "cooperative": "cooperative-sticky"}.get(
-            self.protocol, "range"
-        )
+        return _DEFAULT_STRATEGY.get(self.rebalance_protocol, "range")
 
     @property
     def group_id(self) -> str:

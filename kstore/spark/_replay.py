@@ -20,7 +20,7 @@ from kstore._errors import UsageError
 from kstore.analytics.replay import reads_assignments, replay_events
 from kstore.assignors import get_assignor
 from kstore.model.events import AssignmentCompleted, StreamId
-from kstore.model.strategies import CATALOGUE, SAME, known_protocol
+from kstore.model.strategies import COOPERATIVE_STRATEGIES, SAME
 from kstore.spark._export import fresh_folder
 from kstore.spark._frames import map_streams, write_partitioned
 from kstore.spark._schema import LogRow, event_schema, events_to_arrow, spark_schema
@@ -76,9 +76,10 @@ def _source(log: Any, strategies: Sequence[str]) -> Any:
     if reads_assignments(*strategies):
         return log.drop("position")
     protocol, name = F.col("data")["protocol"], F.col("data")["strategy"]
-    names = [n for n in CATALOGUE if known_protocol(n) == "cooperative"]
     decided = F.col("type") == AssignmentCompleted.type_name()
-    cooperative = (protocol == "cooperative") | (protocol.isNull() & name.isin(names))
+    cooperative = (protocol == "cooperative") | (
+        protocol.isNull() & name.isin(list(COOPERATIVE_STRATEGIES))
+    )
     if log.where(decided & cooperative).limit(1).count():
         return log.drop("position")
 
