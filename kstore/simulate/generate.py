@@ -35,8 +35,12 @@ def generate(
     """
     if kind not in KINDS:
         raise UsageError(f"--generate: unknown kind {kind!r} (known: {', '.join(KINDS)})")
-    if members < 1 or steps < 0:
-        raise UsageError("--members must be at least 1 and --steps at least 0")
+    # Each named alone: "--members must be at least 1 and --steps at least 0" for
+    # --members -5 sent the user looking at a --steps they had not given.
+    if members < 1:
+        raise UsageError(f"--members {members:,}: must be at least 1")
+    if steps < 0:
+        raise UsageError(f"--steps {steps:,}: must be at least 0")
     # Refused before anything is built: a list of 100,000,000 names grew with no end.
     if members > MAX_MEMBERS:
         raise UsageError(f"--members {members:,}: kstore simulates at most {MAX_MEMBERS:,} members")

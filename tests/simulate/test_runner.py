@@ -27,7 +27,7 @@ from kstore.simulate.summary import Summary
 from kstore.store.interface import AppendResult
 from kstore.store.log import Store
 from kstore.store.memory import MemoryStore
-from tests.processes import on_a_terminal, plain
+from tests.processes import kstore_cli, on_a_terminal, plain
 from tests.store._stores import initialised_store
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
@@ -105,6 +105,25 @@ def test_a_generated_run_too_big_to_simulate_is_refused_at_once(
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(f"kstore: error: {said}") and done.stderr.count("\n") == 1
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["--members", "-5"], "--members -5: must be at least 1"),
+        (["--members", "0", "--steps", "3"], "--members 0: must be at least 1"),
+        (["--steps", "-1"], "--steps -1: must be at least 0"),
+    ],
+)
+def test_a_bad_member_or_step_count_names_only_itself(
+    tmp_path: Path, given: list[str], said: str
+) -> None:
+    # --members -5 said "--members must be at least 1 and --steps at least 0"
+    db = tmp_path / "s.duckdb"
+    done = kstore_cli(db, "simulate", "--generate", "steady-churn", *given, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"kstore: error: {said}\n"
     assert not db.exists()
 
 
