@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from kstore._text import counted
 from kstore.assignors import (
     AssignmentRequest,
     MemberSubscription,
@@ -108,8 +109,8 @@ def story(console: Console) -> None:
         done = replay(store, group=group, cluster=cluster, strategy=strategy)
         timelines.append(done.stream.timeline)
         console.print(
-            f"replay with {strategy}: {done.rebalances:,} rebalances "
-            f"({done.follow_ups} cooperative follow-ups) -> {done.stream.timeline}"
+            f"replay with {strategy}: {counted(done.rebalances, 'rebalance')} "
+            f"({counted(done.follow_ups, 'cooperative follow-up')}) -> {done.stream.timeline}"
         )
     console.rule(f"compare ({cluster}/{group})")
     print_result(compare(store, group, timelines, cluster), "table")

@@ -28,6 +28,7 @@ from typing import Any
 
 from kstore._errors import UsageError
 from kstore._files import write_text
+from kstore._text import counted
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
 from kstore.analytics.scope import group_source, replays, source_timelines
@@ -696,8 +697,9 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         showlegend=False,
     )
     note = (
-        f"{len(partitions):,} of {total:,} partitions, {len(moments):,} rebalances, {columns:,} "
-        f"columns of {format_span(width)} each showing who held the partition longest in it; "
+        f"{len(partitions):,} of {total:,} partitions, {counted(len(moments), 'rebalance')}, "
+        f"{columns:,} columns of {format_span(width)} each showing who held the partition "
+        "longest in it; "
         f"{len(names):,} owners (the colour bar names up to 30 holding most, a line apart; hover "
         f"names every owner), {len(moves_x):,} moves"
         + (f" (every {_ordinal(step)} marked)" if step > 1 else "")

@@ -12,6 +12,7 @@ from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
 from kstore._files import check_out_file
+from kstore._text import counted
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
@@ -179,9 +180,10 @@ def replay_group(
     # adds follow-up rounds, and are named so (a trial read one as the other).
     print(
         f"replayed {cluster}/{group}/{source} with {strategy} into timeline "
-        f"{done.stream.timeline!r}: {read[0]:,} source events; this run "
-        f"{done.events:,} replay events{resumed}, "
-        f"{done.rebalances:,} rebalances ({done.follow_ups:,} follow-up rounds), "
+        f"{done.stream.timeline!r}: {counted(read[0], 'source event')}; this run "
+        f"{counted(done.events, 'replay event')}{resumed}, "
+        f"{counted(done.rebalances, 'rebalance')} "
+        f"({counted(done.follow_ups, 'follow-up round')}), "
         f"{rate:.1f} rebalances/s (assignor {done.assignor_seconds:.3f} s, store "
         f"{done.store_seconds:.3f} s of {done.seconds:.3f} s)"
     )

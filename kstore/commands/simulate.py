@@ -11,6 +11,7 @@ import typer
 from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
+from kstore._text import counted
 from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
 from kstore.commands._stop import stop_requested
@@ -118,7 +119,9 @@ def simulate(
         def told(now: int, end: int, to_check: int) -> None:
             # A resumed run makes the stored events again first: its bar restarting near
             # 0% read as the work lost.
-            said = f"checking {to_check:,} stored events of " if to_check else "simulating "
+            said = (
+                f"checking {counted(to_check, 'stored event')} of " if to_check else "simulating "
+            )
             bar.update(task, completed=now, total=end, description=said + scenario.name)
 
         with stop_requested() as stopped:
@@ -136,7 +139,7 @@ def simulate(
         raise Interrupted(
             f"simulation interrupted at {format_span(timedelta(milliseconds=result.sim.now))} "
             f"of {format_span(timedelta(milliseconds=scenario.end))} simulated: "
-            f"{kept:,} events stored in timeline {timeline!r}; resume with the same "
+            f"{counted(kept, 'event')} stored in timeline {timeline!r}; resume with the same "
             f"command: {shlex.join(['kstore', *sys.argv[1:]])}"
         )
     cluster, group, timeline = result.stream
@@ -146,7 +149,7 @@ def simulate(
     summary = summarise(result.sim, int(compared[0]["churn"]) if compared else 0)
     for line in summary.lines():
         typer.echo(line)
-    stored = f"{result.appended:,} events appended"
+    stored = f"{counted(result.appended, 'event')} appended"
     if result.resumed:
         stored += f" (resumed after {result.resumed:,} already stored)"
     typer.echo(f"store        {stored} to {store_path}")

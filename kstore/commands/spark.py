@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kstore._errors import UsageError
+from kstore._text import counted
 from kstore.spark._session import (
     JvmFit,
     build_session,
@@ -110,4 +111,7 @@ def spark_metrics(
     fresh_folder(out)
     with _session(master, conf, folders) as spark:
         count = write_metrics(spark, read_log(spark, folders), out, window)
-    print(f"metrics of {count:,} rebalances in {out / 'metrics'}, summaries in {out / 'windows'}")
+    print(
+        f"metrics of {counted(count, 'rebalance')} in {out / 'metrics'}, "
+        f"summaries in {out / 'windows'}"
+    )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from kstore._apart import FORKS, Apart
 from kstore._gc import cyclic_gc_paused
+from kstore._text import counted
 from kstore.model.events import AssignmentCompleted, Event, StreamId
 from kstore.model.fold import GroupState
 from kstore.protocol.classic import ClassicGroupSim
@@ -352,8 +353,8 @@ def run_scenario(
         sim.run_until(end)
         if sim.state.version < len(stored):
             raise ResumeMismatch(
-                f"timeline {stream} holds {len(stored):,} events, more than this simulation "
-                f"writes ({sim.state.version}); use another --timeline"
+                f"timeline {stream} holds {counted(len(stored), 'event')}, more than this "
+                f"simulation writes ({sim.state.version}); use another --timeline"
             )
         flush(last=True)
         made()
@@ -366,7 +367,7 @@ def run_scenario(
         made()
         writer.wait()
         raise ScenarioError(
-            f"{exc}; the {len(stored) + appended:,} events before it are stored in "
+            f"{exc}; the {counted(len(stored) + appended, 'event')} before it are stored in "
             f"timeline {stream}: mend the step and run again to go on from them"
         ) from None
     except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from kstore._text import counted
 from kstore.model.events import StreamId, format_span
 from kstore.protocol.group import GroupSim
 
@@ -38,10 +39,11 @@ class Summary:
             f"timeline     {self.stream}",
             f"protocol     {self.protocol} ({self.strategy or 'no assignment yet'}), "
             f"coordinator partition {self.coordinator_partition}",
-            f"simulated    {secs(self.simulated_ms)}, {self.events:,} events",
+            f"simulated    {secs(self.simulated_ms)}, {counted(self.events, 'event')}",
             f"rebalances   {self.rebalances:,} (generation now {self.generation}), "
-            f"{self.members:,} members",
-            f"moved        {self.partitions_moved:,} partitions (churn: kstore docs metrics)",
+            f"{counted(self.members, 'member')}",
+            f"moved        {counted(self.partitions_moved, 'partition')} "
+            "(churn: kstore docs metrics)",
             f"unowned      {secs(self.unowned_ms)} partition-time without an owner, "
             f"longest {secs(self.longest_unowned_ms)}",
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -411,3 +412,10 @@ def test_the_summary_says_counts_and_lengths_as_a_reader_says_them() -> None:
     assert lines[3].startswith("rebalances   1,585 (generation now 1585), 20 members")
     assert lines[4] == "moved        10,416 partitions (churn: kstore docs metrics)"
     assert lines[5] == "unowned      9.08 h partition-time without an owner, longest 3 s"
+    # "1 members", "1 events", "1 partitions" were said with a count of one
+    one = replace(summary, events=1, rebalances=1, generation=1, members=1, partitions_moved=1)
+    assert one.lines()[2:5] == [
+        "simulated    1.74 h, 1 event",
+        "rebalances   1 (generation now 1), 1 member",
+        "moved        1 partition (churn: kstore docs metrics)",
+    ]
