@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -227,14 +227,42 @@ def print_rows(
         _table(columns, [[_cell(v) for v in row] for row in rows], title)
 
 
+_LEAST_BAR = 10
+"""The bar's own width when the label would otherwise be shortened."""
+
+
 def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
     """A bar on stderr, gone when done: ``label`` (a template of the task's description),
-    the bar, then ``columns``. The label shortens first, so the figures and the time left
-    stay whole in a narrow terminal (a long group name used to cut the ETA to ``0:0…``)."""
-    from rich.progress import BarColumn, Progress, TextColumn
+    the bar, then ``columns``. The label is whole and the bar takes the rest of the line
+    while the bar keeps ``_LEAST_BAR`` columns (it took half the room, cutting
+    ``simulating payments-ledger-consum…`` on 100 columns); narrower, the bar keeps that
+    and the label shortens, so the figures and the time left stay whole (a long group
+    name used to cut the ETA to ``0:0…``)."""
+    from rich.measure import Measurement
+    from rich.progress import BarColumn, Progress, Task, TextColumn
     from rich.table import Column
 
-    return Progress(
+    class _Fitted(Progress):
+        def make_tasks_table(self, tasks: Iterable[Task]) -> Table:
+            table = super().make_tasks_table(tasks)
+            if not table.row_count or len(table.columns) < 2:  # no task yet (nor a console)
+                return table
+            words, bar, *figures = table.columns
+            options = self.console.options
+
+            def widest(column: Column) -> int:
+                sizes = (Measurement.get(self.console, options, c).maximum for c in column.cells)
+                return max(sizes, default=0)
+
+            need = widest(words)
+            rest = sum(widest(column) for column in figures) + len(table.columns) - 1
+            if need + _LEAST_BAR + rest <= options.max_width:
+                words.ratio, words.width = None, need  # whole; the bar takes what is left
+            else:
+                bar.ratio, bar.width = None, _LEAST_BAR  # the label takes what is left
+            return table
+
+    return _Fitted(
         TextColumn(label, table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
         BarColumn(bar_width=None, table_column=Column(ratio=1)),
         *columns,

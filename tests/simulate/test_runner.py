@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -362,6 +363,30 @@ def test_the_simulate_bar_tells_the_time_left(tmp_path: Path) -> None:
     code, shown = on_a_terminal(command, columns=120)
     assert code == 0 and "% of simulated time" in plain(shown)
     assert "-:--:--" in plain(shown), plain(shown)  # the time left, before the run's pace
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_the_simulate_bar_shows_the_whole_group_name_where_it_fits(
+    tmp_path: Path, columns: int
+) -> None:
+    # On 100 columns the bar took half the line and the label read
+    # "simulating payments-ledger-consum…"
+    name = "payments-ledger-consumers-eu-west-1"
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(
+        f"name: {name}\ntopics: {{t: 6}}\nmembers: [{{count: 3, topics: [t]}}]\n"
+        "steps: [{at: 10s, crash: c-001}]\nuntil: 30m\n"
+    )
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb")]
+    code, shown = on_a_terminal([*command, "simulate", str(scenario), "--progress"], columns)
+    lines = [line for line in re.split(r"[\r\n]", plain(shown)) if "% of simulated" in line]
+    assert code == 0 and lines, plain(shown)
+    figures = re.compile(r" +\d+% of simulated time (\d+:\d\d:\d\d|-:--:--) *$")
+    assert all(figures.search(line) for line in lines), lines  # the figures stay whole
+    if columns == 100:
+        assert all(line.startswith(f"simulating {name} ━") for line in lines), lines
+    else:  # no room: the bar keeps 10 columns, the label shortens
+        assert all(re.match(r"simulating \S+… ━{10} ", line) for line in lines), lines
 
 
 def test_a_step_naming_a_member_not_there_is_named_at_its_line(tmp_path: Path) -> None:
