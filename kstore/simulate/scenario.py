@@ -441,6 +441,7 @@ def _bad_partitions_step(scenario: Scenario) -> tuple[tuple[str | int, ...], str
     it: found before the run, which stopped there with exit 1 and no line (or ran out of
     memory)."""
     sizes = {topic: spec.partitions for topic, spec in scenario.topics.items()}
+    total = sum(sizes.values())
     timed = sorted(enumerate(scenario.steps), key=lambda item: item[1].at)  # as they run
     for i, step in timed:
         if (grown := step.partitions) is None:
@@ -452,7 +453,8 @@ def _bad_partitions_step(scenario: Scenario) -> tuple[tuple[str | int, ...], str
                 f"them (to {grown.count})"
             )
         sizes[grown.topic] = grown.count
-        if (total := sum(sizes.values())) > MAX_SIMULATED_PARTITIONS:
+        total += grown.count - (have or 0)
+        if total > MAX_SIMULATED_PARTITIONS:
             return ("steps", i, "partitions", "count"), _too_many_partitions(total)
     return None
 
