@@ -63,7 +63,12 @@ def _override(scenario: Scenario, strategy: str | None, protocol: str | None) ->
         try:
             fitting(strategy, proto or "eager")
         except ValueError as exc:
-            raise UsageError(f"--strategy: {exc}") from None
+            hint = ""
+            if protocol is None and strategy in CONSUMER_STRATEGIES:
+                # Kafka never infers the consumer protocol (group.protocol=consumer); say
+                # how to ask for it.
+                hint = "; add --protocol consumer for the consumer protocol (KIP-848)"
+            raise UsageError(f"--strategy: {exc}{hint}") from None
         if proto == "cooperative" and strategy not in COOPERATIVE_STRATEGIES:
             said = (
                 "--protocol cooperative" if protocol else f"{scenario.name}'s protocol cooperative"

@@ -80,9 +80,14 @@ def test_simulate_names_an_unknown_strategy_as_unknown(tmp_path: Path) -> None:
         "kstore: error: --strategy: unknown strategy 'stiky'; did you mean sticky?\n"
     )
     done = subprocess.run([*command, "uniform"], capture_output=True, text=True)
-    assert done.returncode == 2 and "strategy uniform does not go with protocol eager" in (
-        done.stderr
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "kstore: error: --strategy: strategy uniform does not go with protocol eager (one of "
+        "range, roundrobin, sticky, cooperative-sticky); add --protocol consumer for the "
+        "consumer protocol (KIP-848)\n"
     )
+    done = subprocess.run([*command, "uniform", "--protocol", "eager"], capture_output=True)
+    assert done.returncode == 2 and b"add --protocol" not in done.stderr  # asked for eager
 
 
 @pytest.mark.parametrize(
