@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kstore.spark._session import build_session
+from kstore.spark._session import C1_ONLY, build_session
 
 SETTINGS = {
     "spark.ui.enabled": "false",
@@ -21,7 +21,7 @@ SETTINGS = {
     "spark.default.parallelism": "2",
     # C1 only, as ``fit_jvm`` has a small local command do: the tests' jobs are small and
     # many, and C2's compiling of them took a core from the other worker.
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    "spark.driver.extraJavaOptions": C1_ONLY,
 }
 
 

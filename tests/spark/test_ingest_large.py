@@ -18,6 +18,7 @@ import pytest
 from benchmarks._fleet import fleet
 from kstore.model import EventError, parse_event_line
 from kstore.spark._schema import arrow_to_events
+from kstore.spark._session import C1_ONLY
 from tests.spark.processes import kstore_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
@@ -62,7 +63,7 @@ def test_a_dump_larger_than_the_heap_streams_in_splits(tmp_path: Path) -> None:
     conf = ["--master", "local[2]", "--conf", "spark.driver.memory=512m"]
     # C1 only, as for a small input (fit_jvm keeps C2 past 64 MiB): the heap, not the
     # JIT, is what this test is about.
-    conf += ["--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"]
+    conf += ["--conf", f"spark.driver.extraJavaOptions={C1_ONLY}"]
     printed = kstore_process("spark", "ingest", "--in", str(tmp_path), "--out", str(out), *conf)
     assert f"ingested {len(expected_events):,} events" in printed
     assert f"quarantined {len(expected_bad)} lines" in printed

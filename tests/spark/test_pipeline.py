@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -348,6 +350,16 @@ def test_a_small_local_input_runs_the_first_jit_tier_only(
         return fit_jvm(master, conf, inputs).conf.get(option, "").split()
 
     assert c1 in options("local[2]", {}, [str(tmp_path)])
+    # ... with the tiered JVM's code cache: C1 alone reserves 48 MB, which a session of a
+    # few hundred jobs filled (the JIT off, then a task's InternalError shut Spark down).
+    flags = subprocess.run(
+        ["java", *options("local[2]", {}, [str(tmp_path)]), "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    reserved = re.search(r"\bReservedCodeCacheSize\s+=\s+(\d+)", flags)
+    assert reserved is not None and int(reserved[1]) >= 240 << 20
     # The throughput collector for every local run, small or large.
     assert "-XX:+UseParallelGC" in options("local[2]", {}, [str(tmp_path)])
     assert "-XX:+UseParallelGC" in options("local[2]", {}, ["hdfs://h/log"])

@@ -30,6 +30,7 @@ from kstore.spark._ingest import ingest_dumps
 from kstore.spark._metrics import METRIC_COLUMNS, metrics_of
 from kstore.spark._replay import write_replays
 from kstore.spark._schema import arrow_to_events
+from kstore.spark._session import C1_ONLY
 from kstore.store.log import Store
 from tests.spark.metrics_contract import comparable
 from tests.spark.processes import SPARK_HOME, kstore_process, process_env
@@ -37,7 +38,7 @@ from tests.spark.processes import SPARK_HOME, kstore_process, process_env
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 _HEAP = "512m"
-_C1 = "-XX:TieredStopAtLevel=1"
+_C1 = C1_ONLY
 """Every JVM here (master, worker, each command's driver and executor) compiles with C1
 only, as ``fit_jvm`` has a small local run do: a command's few seconds of tasks never
 pay back C2's compiling. The three commands: 195 s wall and 90 CPU s with C2, 128 s and
