@@ -526,7 +526,8 @@ _MaxRetriesOpt = Annotated[
     int,
     typer.Option(
         "--max-retries",
-        help="Give up after N failures in a row to reach the broker (-1: never).",
+        help="Give up after N failures in a row to reach the broker (-1: never); "
+        "before its first answer, after -X default.api.timeout.ms (default 15000).",
     ),
 ]
 

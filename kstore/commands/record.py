@@ -15,7 +15,7 @@ from pathlib import Path
 from kstore._errors import UsageError
 from kstore._extras import require
 from kstore.commands._stop import stop_requested
-from kstore.record._failures import CONFIGURATION, ClientFailure
+from kstore.record._failures import CONFIGURATION, ClientFailure, FirstAnswer
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
 
 __all__ = ["merge_reports_cmd", "parse_interval", "poll_groups", "record_offsets"]
@@ -50,6 +50,15 @@ class _UtcFormatter(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         at = datetime.fromtimestamp(record.created, UTC)
         return at.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
+
+
+def _first_answer(settings: KafkaSettings) -> FirstAnswer:
+    """The bound on the wait for the broker's first answer (``default.api.timeout.ms``);
+    a bad value is refused as the clients' own bad settings are."""
+    try:
+        return settings.first_answer()
+    except UsageError as exc:
+        raise UsageError(ClientFailure(CONFIGURATION, str(exc)).line()) from None
 
 
 @contextmanager
@@ -123,6 +132,7 @@ def record_offsets(
     settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
+        first = _first_answer(settings)
         log.info("tailing %s (%s)", topic, settings.describe())
         tailer = OffsetsTailer(
             store,
@@ -137,6 +147,7 @@ def record_offsets(
             groups=selected,
             stop=stop,
             max_retries=max_retries,
+            first=first,
         )
         try:
             tailer.run()
@@ -176,6 +187,7 @@ def poll_groups(
             settings.kafka_python()
         except UsageError as exc:  # said as the poll's own refusal said it
             raise UsageError(ClientFailure(CONFIGURATION, str(exc)).line()) from None
+        first = _first_answer(settings)
         log.info("polling every %g s (%s)", seconds, settings.describe())
         poller = Poller(
             Store(store_path),
@@ -185,7 +197,7 @@ def poll_groups(
             open_admin=lambda: KafkaAdminView(settings),
         )
         try:
-            poller.run(seconds, stop, polls, max_retries=max_retries)
+            poller.run(seconds, stop, polls, max_retries=max_retries, first=first)
         finally:  # the summary, also when the broker stayed away (then exit 1)
             poller.close()
             print(

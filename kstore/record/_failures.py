@@ -8,6 +8,9 @@ one kind:
 - ``broker unavailable`` (network, broker down, timeouts, a coordinator moving): the
   recorder retries with backoff through ``Retries``, one line per retry, and gives up
   after ``--max-retries`` failures in a row (-1: never), with exit 1 after its summary.
+  Before the broker's first answer a recorder may be given a ``FirstAnswer``: a bound on
+  the time to that answer, retries and hanging calls included (a wrong address fails
+  in seconds, not after every retry's back-off).
 
 Broker error codes are Kafka's own numbers, the same in both clients (kafka-python's
 ``errno``, librdkafka's positive codes); librdkafka's local errors (negative codes) are
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -35,6 +39,7 @@ __all__ = [
     "UNAVAILABLE",
     "ClientError",
     "ClientFailure",
+    "FirstAnswer",
     "GaveUp",
     "Retries",
     "Stopped",
@@ -231,43 +236,84 @@ def permanent_error(failure: ClientFailure) -> KstoreError:
     return error
 
 
+@dataclass(frozen=True)
+class FirstAnswer:
+    """A bound on the wait for the broker's first answer: ``within`` seconds, retries and
+    a hanging call included; ``why`` says where the bound comes from (the setting), and
+    ``backoff`` is the pause between these first tries (first, cap in seconds);
+    ``servers``: the addresses tried, named when no try ended with an error of its own."""
+
+    within: float
+    why: str
+    backoff: tuple[float, float] = (0.05, 1.0)
+    servers: str = "the bootstrap servers"
+
+
 class Retries:
     """The one give-up rule: back off after each failure, give up after ``max_retries``
-    failures in a row (-1: never); a success starts the count again."""
+    failures in a row (-1: never); a success starts the count again. With ``first``, the
+    broker must also answer once within ``first.within`` seconds (``remaining`` bounds
+    each try until then); after that first answer only ``max_retries`` counts."""
 
     def __init__(
         self,
         max_retries: int,
         stop: threading.Event,
         backoff: tuple[float, float] = (0.5, 30.0),
+        first: FirstAnswer | None = None,
     ) -> None:
         if max_retries < -1:
             raise UsageError(f"--max-retries: -1 (forever), 0 or more, not {max_retries}")
         self.max_retries = max_retries
         self.stop = stop
         self.backoff = backoff
+        self.first = first
         self.total = 0
         self._in_a_row = 0
+        self._until = None if first is None else time.monotonic() + first.within
+        self._last: ClientFailure | None = None
 
     def succeeded(self) -> None:
         self._in_a_row = 0
+        self._until = None
+
+    def remaining(self) -> float | None:
+        """Seconds left for the broker's first answer; None once it answered (or unbound)."""
+        return None if self._until is None else max(self._until - time.monotonic(), 0.0)
+
+    def unanswered(self, what: str) -> GaveUp:
+        """The error when the first answer's bound passed (the last failure named)."""
+        assert self.first is not None
+        last = self._last or ClientFailure(UNAVAILABLE, f"no answer from {self.first.servers}")
+        return GaveUp(
+            f"{what}: no broker answered within {self.first.within:g} s "
+            f"({self.first.why}): {last.line()}"
+        )
 
     def failed(self, exc: BaseException, what: str) -> None:
         """Handle one failure: raise it when permanent (or not a client error at all),
-        else log one line and wait the backoff; raise ``GaveUp`` past the limit."""
+        else log one line and wait the backoff; raise ``GaveUp`` past the limit, or when
+        the first answer's bound has passed."""
         failure = classify(exc)
         if failure is None:
             raise exc
         if failure.permanent:
             raise permanent_error(failure) from None
+        self._last = failure
         if 0 <= self.max_retries <= self._in_a_row:
             raise GaveUp(
                 f"{what}: gave up after {self._in_a_row} retries (--max-retries "
                 f"{self.max_retries}): {failure.line()}"
             )
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise self.unanswered(what)
         self._in_a_row += 1
         self.total += 1
-        pause = min(self.backoff[0] * 2 ** (self._in_a_row - 1), self.backoff[1])
+        first, cap = self.backoff if left is None or self.first is None else self.first.backoff
+        pause = min(first * 2 ** (self._in_a_row - 1), cap)
+        if left is not None:
+            pause = min(pause, left)
         limit = "forever" if self.max_retries < 0 else f"of {self.max_retries}"
         log.warning(
             "%s: %s; retry %d %s in %.1f s", what, failure.line(), self._in_a_row, limit, pause

@@ -38,8 +38,16 @@ import yaml
 from kstore._errors import KstoreError, UsageError
 from kstore._extras import missing_extra
 from kstore._files import read_text
+from kstore.record._failures import FirstAnswer
 
-__all__ = ["ENV_PREFIX", "KafkaSettings", "RedactingFilter", "is_safe", "load_settings"]
+__all__ = [
+    "ENV_PREFIX",
+    "FIRST_ANSWER_MS",
+    "KafkaSettings",
+    "RedactingFilter",
+    "is_safe",
+    "load_settings",
+]
 
 ENV_PREFIX = "KSTORE_KAFKA_"
 _MASK = "***"
@@ -101,6 +109,13 @@ _KAFKA_PYTHON: dict[str, tuple[str, str]] = {
     "metadata.max.age.ms": ("metadata_max_age_ms", "int"),
     "connections.max.idle.ms": ("connections_max_idle_ms", "int"),
 }
+
+# Kafka's names that kstore reads itself, passed to neither client.
+_KSTORE_READS = frozenset({"default.api.timeout.ms"})
+FIRST_ANSWER_MS = 15000
+"""kstore's default of ``default.api.timeout.ms``, the bound on a recorder's wait for the
+broker's first answer (Kafka's admin client: 60000; kafka-consumer-groups.sh's
+``--timeout``: 5000). A first poll that reaches no broker is mostly a wrong address."""
 
 # Java's login modules whose options librdkafka and kafka-python take as settings.
 _JAAS_MODULES = {
@@ -215,7 +230,7 @@ class KafkaSettings:
 
     def _client_values(self) -> dict[str, str]:
         """The values with ``sasl.jaas.config`` turned into the settings it stands for."""
-        values = dict(self.values)
+        values = {k: v for k, v in self.values.items() if k not in _KSTORE_READS}
         jaas = values.pop("sasl.jaas.config", None)
         if jaas is not None:
             kind, options = _jaas_login(jaas)
@@ -236,6 +251,46 @@ class KafkaSettings:
             )
         self.bootstrap_servers  # noqa: B018 - fail early with a clear message
         return values
+
+    def milliseconds(self, name: str) -> int | None:
+        """A setting in milliseconds (a positive whole number), or None when not given."""
+        value = self.values.get(name)
+        if value is None:
+            return None
+        if not value.strip().isdigit() or int(value) <= 0:
+            where = self.source.get(name, name)
+            raise UsageError(f"setting {name} ({where}): not a positive whole number of ms")
+        return int(value)
+
+    def first_answer(self) -> FirstAnswer:
+        """The bound on the wait for the broker's first answer, by Kafka's names:
+        ``default.api.timeout.ms`` (kstore's default ``FIRST_ANSWER_MS``; raised to
+        ``request.timeout.ms`` when that is larger and the bound was not given, an error
+        when it was, as Kafka's admin client does), tries spaced from
+        ``reconnect.backoff.ms`` doubling to ``reconnect.backoff.max.ms`` (Kafka's 50 and
+        1000 by default)."""
+        given = self.milliseconds("default.api.timeout.ms")
+        request = self.milliseconds("request.timeout.ms")
+        if given is not None:
+            where = self.source.get("default.api.timeout.ms", "")
+            if request is not None and given < request:
+                raise UsageError(
+                    f"setting default.api.timeout.ms ({where}): {given} is less than "
+                    f"request.timeout.ms ({request}); give it at least as large"
+                )
+            bound, why = given, f"default.api.timeout.ms={given} ({where})"
+        elif request is not None and request > FIRST_ANSWER_MS:
+            where = self.source.get("request.timeout.ms", "")
+            bound, why = request, f"request.timeout.ms={request} ({where})"
+        else:
+            bound, why = (
+                FIRST_ANSWER_MS,
+                f"default.api.timeout.ms: kstore's default {FIRST_ANSWER_MS}",
+            )
+        backoff = self.milliseconds("reconnect.backoff.ms") or 50
+        cap = self.milliseconds("reconnect.backoff.max.ms") or 1000
+        pauses = (backoff / 1000, max(cap, backoff) / 1000)
+        return FirstAnswer(bound / 1000, why, pauses, self.bootstrap_servers)
 
     def confluent(self, **extra: Any) -> dict[str, Any]:
         """A configuration for confluent-kafka (librdkafka takes the names as they are)."""

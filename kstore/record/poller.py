@@ -48,6 +48,7 @@ from kstore.record._failures import (
     CONFIGURATION,
     ClientError,
     ClientFailure,
+    FirstAnswer,
     Retries,
     Stopped,
     check_login,
@@ -479,18 +480,24 @@ class Poller:
         *,
         max_retries: int = -1,
         backoff: tuple[float, float] = (0.5, 30.0),
+        first: FirstAnswer | None = None,
     ) -> int:
         """Poll every ``interval`` seconds until ``stop`` (or ``polls`` answered polls).
 
         A failed poll is retried by the one rule of ``_failures.Retries`` (``max_retries``
-        failures in a row, then ``GaveUp``); a permanent failure raises at once.
+        failures in a row, then ``GaveUp``); a permanent failure raises at once. With
+        ``first``, a broker that has not answered a poll within ``first.within`` seconds
+        is given up on (``GaveUp``), a poll hanging in its client included.
         """
-        retries = Retries(max_retries, stop, backoff)
+        retries = Retries(max_retries, stop, backoff, first)
         while not stop.is_set() and (polls is None or self.polls < polls):
             try:
-                described, counts = interruptible(self.fetch, stop)
+                described, counts = interruptible(self.fetch, stop, retries.remaining())
             except Stopped:
-                break
+                if stop.is_set():
+                    break
+                self.close()  # the call left hanging is abandoned with its client
+                raise retries.unanswered("poll") from None
             except Exception as exc:
                 if self.open_admin is not None:
                     self.close()

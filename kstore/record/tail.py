@@ -31,6 +31,7 @@ from kstore.record._failures import (
     MISSING_TOPIC,
     UNAVAILABLE,
     ClientError,
+    FirstAnswer,
     Retries,
     Stopped,
     classify,
@@ -130,8 +131,10 @@ class OffsetsTailer:
         stop: threading.Event | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
         max_retries: int = -1,
+        first: FirstAnswer | None = None,
     ) -> None:
         self.open_source = open_source
+        self.first = first
         self.topic = topic
         self.max_retries = max_retries
         self.stop = stop or threading.Event()
@@ -158,18 +161,22 @@ class OffsetsTailer:
         ``GaveUp``, with ``stats`` still telling what was stored); a permanent failure
         (configuration, authentication, authorization, missing topic) raises at once.
         """
-        retries = Retries(self.max_retries, self.stop, self.backoff)
+        retries = Retries(self.max_retries, self.stop, self.backoff, self.first)
         source: RecordSource | None = None
         try:
             while not self.stop.is_set():
                 try:
                     if source is None:
                         source = interruptible(
-                            partial(self.open_source, dict(self.position.positions)), self.stop
+                            partial(self.open_source, dict(self.position.positions)),
+                            self.stop,
+                            retries.remaining(),
                         )
                     records = source.poll(0.5)
                 except Stopped:
-                    break
+                    if self.stop.is_set():
+                        break
+                    raise retries.unanswered(f"tailing {self.topic}") from None
                 except Exception as exc:
                     if source is not None:
                         close_within(source.close)

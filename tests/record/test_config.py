@@ -316,3 +316,26 @@ def test_the_recorders_log_lines_are_timed_in_iso_8601_utc(tmp_path: Path) -> No
     at = datetime.fromisoformat(found[1]).replace(tzinfo=UTC)
     assert before - timedelta(seconds=1) <= at <= datetime.now(UTC), (at, before)
     assert all(re.match(r"\d{4}-\d\d-\d\dT[\d:.]{12}Z ", line) for line in rest.splitlines()[:-1])
+
+
+def test_the_first_answers_bound_by_kafkas_names() -> None:
+    def first(*pairs: str) -> tuple[float, str, tuple[float, float]]:
+        found = load_settings(None, "h:1", {}, pairs).first_answer()
+        return found.within, found.why, found.backoff
+
+    assert first() == (15.0, "default.api.timeout.ms: kstore's default 15000", (0.05, 1.0))
+    assert first("default.api.timeout.ms=3000", "reconnect.backoff.max.ms=200")[::2] == (
+        3.0,
+        (0.05, 0.2),
+    )
+    # As Kafka's admin client: a larger request.timeout.ms raises the default bound, and
+    # is an error beside a smaller bound given.
+    assert first("request.timeout.ms=40000")[:2] == (40.0, "request.timeout.ms=40000 (-X)")
+    with pytest.raises(UsageError, match=r"default.api.timeout.ms \(-X\): 3000 is less than"):
+        first("default.api.timeout.ms=3000", "request.timeout.ms=40000")
+    with pytest.raises(UsageError, match="not a positive whole number of ms"):
+        first("default.api.timeout.ms=soon")
+    # Read by kstore, passed to neither client (neither knows the name).
+    settings = load_settings(None, "h:1", {}, ["default.api.timeout.ms=3000"])
+    assert "default.api.timeout.ms" not in settings.confluent()
+    assert settings.kafka_python() == {"bootstrap_servers": ["h:1"]}

@@ -98,6 +98,42 @@ def _assert_given_up(done: subprocess.CompletedProcess[str]) -> None:
     assert "1 retries" in done.stdout.splitlines()[-1]  # the summary
 
 
+def test_a_first_poll_that_reaches_no_broker_is_one_line_exit_1_within_its_bound(
+    tmp_path: Path,
+) -> None:
+    """A port nobody listens on, the default --max-retries 10: the poller used to retry
+    for minutes (~9 in a user's trial) before its line. Now each recorder gives up when
+    no broker answered within default.api.timeout.ms: 3 s given with -X, and kstore's
+    default of 15 s (the three run side by side, each on a store of its own)."""
+    address = f"127.0.0.1:{free_port()}"
+    transport = "_TRANSPORT: Failed to get metadata: Local: Broker transport failure"
+    short, given = ["-X", "default.api.timeout.ms=3000"], "default.api.timeout.ms=3000 (-X)"
+    default = "default.api.timeout.ms: kstore's default 15000"
+    cases = [
+        # 3 s: the first try (librdkafka's 5 s login check) still hangs: it is abandoned
+        (["poll", "--group", "g", *short], 3, given, f"no answer from {address}"),
+        (["poll", "--group", "g"], 15, default, transport),
+        (["offsets", "--all-groups", *short], 3, given, f"no answer from {address}"),
+    ]
+    commands = [
+        kstore(initialised_store(tmp_path / f"{i}.duckdb"), *args, "-b", address)
+        for i, (args, *_) in enumerate(cases)
+    ]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        results = list(pool.map(run, commands))
+    for (done, took), (args, bound, why, last) in zip(results, cases, strict=True):
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        what = "poll" if args[0] == "poll" else "tailing __consumer_offsets"
+        (line,) = error_lines(done.stderr)
+        assert line.startswith(
+            f"kstore: error: {what}: no broker answered within {bound} s ({why}): "
+        ), line
+        assert line.endswith(f"): broker unavailable: {last}"), line
+        assert bound - 1 < took < bound + 10, took  # + start-up, on a loaded machine
+        assert done.stdout.startswith("0 polls, 0 events" if what == "poll" else "0 records")
+
+
 def stop_within(
     command: list[str], ready: str, sig: signal.Signals, settle: float = 0.0
 ) -> tuple[float, str, str, int]:

@@ -11,7 +11,7 @@ from kafka.errors import KafkaConnectionError
 
 from kstore._errors import UsageError
 from kstore.model import Event, GroupState, fold
-from kstore.record._failures import GaveUp
+from kstore.record._failures import FirstAnswer, GaveUp
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import (
     INFERRED_REASON,
@@ -228,6 +228,38 @@ def test_a_failed_poll_is_retried_and_counted(store: Store) -> None:
     poller = Poller(store, admin, groups=["g"])
     assert poller.run(0.001, threading.Event(), polls=2, backoff=(0.001, 0.01)) == 4
     assert (admin.calls, poller.polls, poller.retries) == (3, 2, 1)
+
+
+class HangingAdmin(FakeAdmin):
+    """A broker address nobody answers on: each call hangs (a client's connect timeout)."""
+
+    def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+        threading.Event().wait(30)
+        raise KafkaConnectionError()
+
+
+def test_a_first_poll_that_reaches_no_broker_gives_up_within_its_bound(store: Store) -> None:
+    """Unlimited retries, yet a broker never reached is given up on after ``first_within``
+    seconds, also while a call hangs (``kstore record poll -b 127.0.0.1:1`` took ~9
+    minutes of retries with the default --max-retries 10)."""
+    import time
+
+    for admin in (DownAdmin([], {}), HangingAdmin([], {})):
+        poller = Poller(store, admin, cluster="prod", groups=["g"])
+        started = time.monotonic()
+        with pytest.raises(GaveUp, match=r"poll: no broker answered within 0\.5 s \(bound\)"):
+            poller.run(0.001, threading.Event(), max_retries=-1, first=FirstAnswer(0.5, "bound"))
+        assert time.monotonic() - started < 1.5
+        assert poller.polls == 0
+
+
+def test_once_answered_a_later_outage_keeps_retrying_past_the_first_bound(store: Store) -> None:
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    poller = Poller(store, DownAdmin([[one]], {"t": 2}), cluster="prod", groups=["g"])
+    with pytest.raises(GaveUp, match=r"poll: gave up after 6 retries \(--max-retries 6\)"):
+        first = FirstAnswer(0.1, "bound", (0.01, 0.01))
+        poller.run(0.001, threading.Event(), max_retries=6, backoff=(0.05, 0.05), first=first)
+    assert (poller.polls, poller.retries) == (1, 6)  # 6 x 0.05 s: past the 0.1 s bound
 
 
 def membership_only(*member_ids: str) -> DescribedGroup:
