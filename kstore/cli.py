@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -153,6 +154,27 @@ _GroupClusterOpt = Annotated[
     typer.Option("--cluster", help="The group's cluster (needed only if it is in several)."),
 ]
 _FormatOpt = Annotated[str, typer.Option("--format", help="table, csv, json or jsonl.")]
+_ListFormatOpt = Annotated[
+    str | None, typer.Option("--format", help="Of the list: table, csv, json or jsonl.")
+]
+
+
+def _list_or_print(
+    name: str | None,
+    output: str | None,
+    listed: Callable[[str], None],
+    printed: Callable[[str], None],
+    one: str,
+    written: str,
+) -> None:
+    """``kstore docs`` and ``kstore examples``: the list (in ``--format``) without a name,
+    the named one as it is written with one (a ``--format`` then refused, not ignored)."""
+    if name is None:
+        listed(output or "table")
+    elif output is not None:
+        raise UsageError(f"--format: {one} is printed as it is written ({written})")
+    else:
+        printed(name)
 
 
 @app.command("init")
@@ -256,7 +278,11 @@ def rebuild_cmd() -> None:
 @app.command("simulate")
 def simulate_cmd(
     scenario: Annotated[
-        str | None, typer.Argument(help="Scenario file (YAML); or use --generate.")
+        str | None,
+        typer.Argument(
+            help="Scenario file (YAML), or a shipped example's name (kstore examples); "
+            "or use --generate."
+        ),
     ] = None,
     generate: Annotated[
         str | None,
@@ -302,6 +328,20 @@ def simulate_cmd(
         timeline=timeline,
         progress=progress,
     )
+
+
+@app.command("examples")
+def examples_cmd(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="An example's name: its YAML is printed (without one: the list)."),
+    ] = None,
+    output: _ListFormatOpt = None,
+) -> None:
+    """The example scenarios shipped with kstore: `kstore simulate NAME` runs one."""
+    from kstore.commands.examples import list_examples, print_example
+
+    _list_or_print(name, output, list_examples, print_example, "an example", "YAML")
 
 
 # --- analytics (kstore/analytics) ------------------------------------------------------
@@ -708,19 +748,12 @@ def docs_cmd(
     topic: Annotated[
         str | None, typer.Argument(help="A topic, e.g. metrics (without one: the list).")
     ] = None,
-    output: Annotated[
-        str | None, typer.Option("--format", help="Of the list: table, csv, json or jsonl.")
-    ] = None,
+    output: _ListFormatOpt = None,
 ) -> None:
     """Read kstore's documentation (the specs, the guides) where kstore is installed."""
     from kstore.commands.docs import list_docs, print_doc
 
-    if topic is None:
-        list_docs(output or "table")
-    elif output is not None:
-        raise UsageError("--format: a doc is printed as it is written (Markdown)")
-    else:
-        print_doc(topic)
+    _list_or_print(topic, output, list_docs, print_doc, "a doc", "Markdown")
 
 
 def store_first(args: list[str]) -> list[str]:

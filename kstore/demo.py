@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from kstore._examples import request, scenarios
 from kstore._text import counted
 from kstore.assignors import (
     AssignmentRequest,
@@ -26,9 +27,8 @@ from kstore.assignors import (
 
 __all__ = ["main"]
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-EXAMPLE = EXAMPLES / "request.json"
-SCENARIO = EXAMPLES / "eager-vs-cooperative.yaml"
+EXAMPLE = request()  # the shipped examples: an install has no examples/ beside it
+SCENARIO = scenarios()["eager-vs-cooperative"]
 STORE = Path("kstore-demo.duckdb")
 REPORT = Path("kstore-report.html")
 REPLAYS = ["range", "sticky", "optimal"]
@@ -93,14 +93,14 @@ def story(console: Console) -> None:
     from kstore.analytics.replay import replay
     from kstore.analytics.report import compare
     from kstore.commands.analytics import print_result
-    from kstore.simulate import load_scenario, run_scenario
+    from kstore.simulate import parse_scenario, run_scenario
     from kstore.store.log import Store
 
     for stale in (STORE, STORE.with_name(STORE.name + ".lock"), REPORT):
         stale.unlink(missing_ok=True)
     store = Store(STORE)
     store.init()
-    scenario = load_scenario(SCENARIO)
+    scenario = parse_scenario(SCENARIO.read_text(encoding="utf-8"), SCENARIO.name)
     console.rule(f"simulate {SCENARIO.name} into {STORE}")
     run = run_scenario(scenario, store=store, timeline="recorded")
     group, cluster = run.stream.group, run.stream.cluster

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from kstore._extras import EXTRAS
+from tests.test_examples import SCENARIOS, first_simulation_example
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,6 +126,16 @@ def test_the_installed_wheel_runs_every_command(venv: Path, tmp_path: Path) -> N
         == (ROOT / "docs/spec/metrics.md").read_text()
     )
     assert "performance" not in _ok([kstore, "docs", "--format", "csv"], tmp_path, env)
+    # docs/simulation.md's first example runs as written, with no examples/ beside it;
+    # the examples it comes from are listed (and the shipped one printed verbatim).
+    first_example = first_simulation_example()
+    assert not (tmp_path / "examples").exists()
+    ran = _ok([kstore, "--store", "sim.duckdb", *first_example], tmp_path, env)
+    assert "rebalances" in ran and "sim.duckdb" in ran
+    listed = json.loads(_ok([kstore, "examples", "--format", "json"], tmp_path, env))
+    assert [row["example"] for row in listed] == [p.stem for p in SCENARIOS]
+    name = Path(first_example[-1]).stem
+    assert _ok([kstore, "examples", name], tmp_path, env) == (ROOT / first_example[-1]).read_text()
     # Parquet export needs pyarrow only, not the spark extra.
     _ok([*store, "export", "--out", "parquet"], tmp_path, env)
     assert list((tmp_path / "parquet").rglob("*.parquet"))

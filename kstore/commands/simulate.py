@@ -5,12 +5,14 @@ from __future__ import annotations
 import shlex
 import sys
 from datetime import timedelta
+from importlib.resources import as_file
 from pathlib import Path
 
 import typer
 from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
+from kstore._examples import scenario_named
 from kstore._text import counted
 from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
@@ -24,7 +26,14 @@ from kstore.model.strategies import (
     Protocol,
     fitting,
 )
-from kstore.simulate import Scenario, generate, load_scenario, run_scenario, summarise
+from kstore.simulate import (
+    Scenario,
+    ScenarioError,
+    generate,
+    load_scenario,
+    run_scenario,
+    summarise,
+)
 from kstore.store.log import Store
 
 __all__ = ["simulate"]
@@ -43,7 +52,17 @@ def _scenario(
     if kind is not None:
         return generate(kind, members=members, steps=steps, seed=seed)
     assert file is not None
-    return load_scenario(Path(file))
+    if not Path(file).exists() and (shipped := scenario_named(file)) is not None:
+        # The shipped example the docs name (examples/NAME.yaml) or NAME: an install has
+        # no examples/ beside it; a file of that path, when there is one, comes first.
+        with as_file(shipped) as path:
+            return load_scenario(path)
+    try:
+        return load_scenario(Path(file))
+    except ScenarioError as exc:
+        if Path(file).exists():
+            raise
+        raise ScenarioError(f"{exc}; the shipped examples: kstore examples") from None
 
 
 def _override(scenario: Scenario, strategy: str | None, protocol: str | None) -> Scenario:
