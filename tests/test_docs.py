@@ -28,11 +28,17 @@ def test_the_list_names_every_shipped_doc_and_not_the_diary(
     listed = {row["topic"]: row for row in json.loads(out)}
     on_disk = {p.stem for p in (ROOT / "docs").rglob("*.md")} - {"performance"}
     assert set(listed) == on_disk
+    # By the name `kstore docs NAME` takes, and no docs/... path (an install has none).
     assert listed["metrics"] == {
         "topic": "metrics",
         "title": (ROOT / "docs/spec/metrics.md").read_text().splitlines()[0][2:],
-        "file": "docs/spec/metrics.md",
+        "section": "spec",
     }
+    assert "docs/" not in out
+    sections = [row["section"] for row in json.loads(out)]
+    assert sections == sorted(sections, key=["guide", "spec", "assignors"].index)
+    assert listed["simulation"]["section"] == "guide"
+    assert listed["sticky"]["section"] == "assignors"
 
 
 def test_a_topic_is_printed_verbatim_into_a_pipe(

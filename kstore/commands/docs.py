@@ -17,19 +17,27 @@ __all__ = ["list_docs", "print_doc"]
 _LEFT_OUT = frozenset({"performance"})
 
 
+_SECTIONS = ("guide", "spec", "assignors")
+"""The list's sections in order: the guides (docs/'s own files), then each folder's."""
+
+
 def _docs() -> dict[str, tuple[str, Traversable]]:
-    """Each topic (a file's name without ``.md``: the names are unique) with its path."""
+    """Each topic (a file's name without ``.md``: the names are unique) with its section
+    (``guide`` for docs/'s own files, else its folder's name), guides first."""
     found: dict[str, tuple[str, Traversable]] = {}
 
-    def walk(folder: Traversable, prefix: str) -> None:
+    def walk(folder: Traversable, section: str) -> None:
         for entry in folder.iterdir():
             if entry.is_dir():
-                walk(entry, f"{prefix}{entry.name}/")
+                walk(entry, entry.name)
             elif entry.name.endswith(".md") and entry.name[:-3] not in _LEFT_OUT:
-                found[entry.name[:-3]] = (f"{prefix}{entry.name}", entry)
+                found[entry.name[:-3]] = (section, entry)
 
-    walk(files("kstore") / "docs", "docs/")
-    return dict(sorted(found.items(), key=lambda item: item[1][0]))
+    walk(files("kstore") / "docs", "guide")
+    order = {name: i for i, name in enumerate(_SECTIONS)}
+    return dict(
+        sorted(found.items(), key=lambda item: (order.get(item[1][0], len(order)), item[0]))
+    )
 
 
 def _title(text: str) -> str:
@@ -37,11 +45,12 @@ def _title(text: str) -> str:
 
 
 def list_docs(output: str) -> None:
+    """Each topic by the name ``kstore docs NAME`` takes, its title and section."""
     rows = [
-        (topic, _title(entry.read_text(encoding="utf-8")), path)
-        for topic, (path, entry) in _docs().items()
+        (topic, _title(entry.read_text(encoding="utf-8")), section)
+        for topic, (section, entry) in _docs().items()
     ]
-    print_rows(["topic", "title", "file"], rows, output)
+    print_rows(["topic", "title", "section"], rows, output)
 
 
 def print_doc(topic: str) -> None:
