@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kstore._errors import UsageError
 from kstore._files import named, read_text
@@ -176,6 +176,28 @@ def print_events(
     print_rows(columns, rows, output, empty="no events match")
 
 
+def _sorted_state(whole: dict[str, Any]) -> dict[str, Any]:
+    """The fold's JSON with members and topics (and every assignment's members and
+    partitions, and the held-since maps) sorted, as the other formats list them; the fold keeps the
+    order events gave them."""
+
+    def shares(assignment: dict[str, list[list[Any]]]) -> dict[str, list[list[Any]]]:
+        return {m: sorted(assignment[m]) for m in sorted(assignment)}
+
+    previous = whole["previous"]
+    return whole | {
+        "members": dict(sorted(whole["members"].items())),
+        "topics": dict(sorted(whole["topics"].items())),
+        "assignment": shares(whole["assignment"]),
+        "held_from": dict(sorted(whole["held_from"].items())),
+        "previous": previous
+        | {
+            "assignment": shares(previous["assignment"]),
+            "held_from": dict(sorted(previous["held_from"].items())),
+        },
+    }
+
+
 def print_state(
     path: Path,
     *,
@@ -211,7 +233,7 @@ def print_state(
             raise UsageError(f"--at {at}: before the first event of {stream} ({plain(first)})")
     state = store.state(stream, at_version=at_version, at_generation=at_generation, at=when)
     if output == "json":
-        print(json.dumps(state.to_dict(), ensure_ascii=False))
+        print(json.dumps(_sorted_state(state.to_dict()), ensure_ascii=False))
         return
     rows = [
         (
@@ -219,9 +241,9 @@ def print_state(
             ",".join(member.topics),
             member.rack,
             member.instance_id,
-            " ".join(f"{t}-{p}" for t, p in state.assignment.get(member_id, ())),
+            " ".join(f"{t}-{p}" for t, p in sorted(state.assignment.get(member_id, ()))),
         )
-        for member_id, member in state.members.items()
+        for member_id, member in sorted(state.members.items())
     ]
     rebalance = state.rebalance
     # What is known, no "None" (a state before its first rebalance has no generation)
@@ -233,7 +255,7 @@ def print_state(
             *([f"strategy {state.strategy}"] if state.strategy else []),
             *([f"rebalance of generation {rebalance.generation} in progress"] if rebalance else []),
             *(
-                ["topics " + " ".join(f"{t}:{n}" for t, n in state.topics.items())]
+                ["topics " + " ".join(f"{t}:{n}" for t, n in sorted(state.topics.items()))]
                 if state.topics
                 else []
             ),

@@ -624,3 +624,43 @@ def test_a_closed_pipe_ends_the_command_quietly_with_status_0(tmp_path: Path) ->
             check=False,
         )
         assert (done.returncode, done.stderr, done.stdout.count("\n")) == (0, "", 1), done
+
+
+def test_state_lists_members_and_their_partitions_sorted_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Members came in the order they joined and partitions in the order assigned (a
+    user trial: ``kstore state`` printed them unsorted)."""
+    monkeypatch.setenv("KSTORE_STORE", str(tmp_path / "s.duckdb"))
+    assert run(capsys, monkeypatch, "init")[0] == 0
+    base = {"cluster": "c", "group": "g", "timeline": "recorded"}
+    joins = ["m2", "m10", "m1"]
+    lines = [
+        {**base, "event_id": f"j{i}", "type": "MemberJoined", "at": f"2026-11-21T10:00:0{i}Z",
+         "data": {"member_id": m, "topics": ["t", "a"]}}
+        for i, m in enumerate(joins)
+    ] + [
+        {**base, "event_id": "r", "type": "RebalanceStarted", "at": "2026-11-21T10:00:05Z",
+         "data": {"generation": 1, "reason": "x"}},
+        {**base, "event_id": "a", "type": "AssignmentCompleted", "at": "2026-11-21T10:00:06Z",
+         "data": {"generation": 1, "strategy": "range", "assignment": {
+             "m2": [["t", 10], ["t", 2], ["a", 0]], "m10": [["t", 1]], "m1": [["t", 0]]}}},
+    ]  # fmt: skip
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run(capsys, monkeypatch, "append", str(source))[0] == 0
+    order = ["m1", "m10", "m2"]
+    state = ["state", "--group", "g", "--format"]
+    code, out, _ = run(capsys, monkeypatch, *state, "json")
+    whole = json.loads(out)
+    assert code == 0 and list(whole["members"]) == order and list(whole["assignment"]) == order
+    assert whole["assignment"]["m2"] == [["a", 0], ["t", 2], ["t", 10]]
+    code, out, _ = run(capsys, monkeypatch, *state, "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["member"] for row in rows] == order
+    assert rows[2]["partitions"] == "a-0 t-2 t-10"
+    code, out, _ = run(capsys, monkeypatch, *state, "csv")
+    assert [line.split(",")[0] for line in out.splitlines()[1:]] == order
+    code, out, _ = run(capsys, monkeypatch, *state, "table")
+    members = [line.split()[1] for line in out.splitlines() if "│ m" in line]
+    assert members == order and "a-0 t-2 t-10" in out
