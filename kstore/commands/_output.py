@@ -3,8 +3,10 @@
 ``--format table|csv|json|jsonl``. Values are printed verbatim: a table cell is plain
 text (never read as Rich markup or emoji codes), times are ISO-8601 (``Z`` for UTC).
 A table fits the terminal by wrapping cells at spaces; a word (a number, an id, a time)
-is never broken or cut. When even that cannot fit, the table is printed at the width it
-needs and standard error says to use ``--format csv``.
+is never broken or cut. Into a pipe, the terminal is ``COLUMNS``, else standard error's
+(the user's, reading through ``less``), else none: the table as wide as its content.
+When even that cannot fit, a block per row is printed and standard error says to use
+``--format csv``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ __all__ = ["FORMATS", "check_format", "counting", "plain", "print_rows", "progre
 
 FORMATS = ("table", "csv", "json", "jsonl")
 _PIPE_WIDTH = 1_000_000
-"""Piped output is not fitted to any width: whole rows are what a script needs."""
+"""Output with no terminal anywhere (a script's) is not fitted to any width: whole rows,
+the table as wide as its content."""
 
 
 def check_format(output: str, allowed: Sequence[str] = FORMATS) -> str:
@@ -85,8 +88,16 @@ def _cell(value: Any) -> str:
 
 
 def _terminal_width() -> int:
+    """The width to fit a table to: standard output's terminal, else ``COLUMNS``, else
+    the terminal the user reads at (standard error's: ``kstore query ... | less``, a
+    table a user trial found laid out 600 columns wide), else none (``_PIPE_WIDTH``)."""
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
         return Console().width
+    try:
+        if sys.stderr.isatty():
+            return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):  # no descriptor (a test's stream), or no size
+        pass
     return _PIPE_WIDTH
 
 

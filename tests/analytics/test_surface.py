@@ -161,6 +161,36 @@ def test_tables_fit_the_terminal_without_cutting_numbers_or_ids(path: Path) -> N
     assert "explanation" in _words(out.stdout)  # the text wrapped at spaces
 
 
+def test_a_table_into_a_pipe_fits_the_terminal_the_user_reads_at(path: Path) -> None:
+    """``kstore sql ... | less`` in a 70-column terminal (COLUMNS is a shell variable,
+    not exported): the table was laid out as wide as its widest cell (a user trial: 600
+    columns). Now it fits the terminal on stderr; with no terminal at all (a script, a
+    cron job) it is as wide as its content, no wider."""
+    import fcntl
+    import struct
+    import termios
+
+    detail = "a long explanation of what happened to this member in that rebalance " * 2
+    sql = f"SELECT '{MEMBER}' AS member, '{detail.strip()}' AS detail"
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(path), "sql", sql]
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 70, 0, 0))
+    try:
+        piped = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=follower, text=True, env=env, check=False
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    lines = piped.stdout.splitlines()
+    assert piped.returncode == 0 and max(len(line) for line in lines) <= 70, piped.stdout
+    assert MEMBER in piped.stdout and "explanation" in _words(piped.stdout)
+    alone = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    widest = len(MEMBER) + len(detail.strip()) + 7  # 2 cells, a space each side, 3 borders
+    assert {len(line) for line in alone.stdout.splitlines()} == {widest}, alone.stdout
+
+
 def test_a_block_per_row_fits_the_terminal_exactly(path: Path) -> None:
     """Each block's header line as wide as the terminal: at 100 columns it was 101 (102
     from row 10: the label is wider than the names), and a lone "-" wrapped."""
