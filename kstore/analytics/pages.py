@@ -159,7 +159,9 @@ def _table(result: Result, limit: int | None = None) -> str:
     if not result.rows:  # the heading says "(0)": an empty table's header says no more
         return ""
     rows = result.rows if limit is None else result.rows[:limit]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in result.columns)
+    # a column's name may break after an underscore: churn_above_optimal over 3 lines
+    # rather than the widest cell of its column
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in result.columns)
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
     more = (
         f"<p class='note'>first {limit:,} of {len(result.rows):,} rows</p>"
@@ -222,9 +224,13 @@ kstoreDraw();
 
 _STYLE = (
     "body{font-family:sans-serif;margin:2em;max-width:1400px}"
-    "table{border-collapse:collapse;margin:0.5em 0;display:block;overflow-x:auto;max-width:100%}"
+    # A table may be wider than the text above it, up to the window (less the margins):
+    # at 1600 px a table wider than the body's 1400 px scrolled beside 200 px to spare.
+    "table{border-collapse:collapse;margin:0.5em 0;display:block;overflow-x:auto;"
+    "width:max-content;max-width:calc(100vw - 4em)}"
     "td,th{border:1px solid #ccc;"
     "padding:3px 8px;text-align:left;vertical-align:top;white-space:nowrap}"
+    "th{white-space:normal}"  # a long name breaks after its underscores (<wbr>)
     "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
     ".partial{color:#a40000;font-weight:bold}"
@@ -236,7 +242,8 @@ _STYLE = (
     "radial-gradient(farthest-side at 100% 50%,#0004,#0000) 100% 0;"
     "background-repeat:no-repeat;background-size:40px 100%,40px 100%,14px 100%,14px 100%;"
     "background-attachment:local,local,scroll,scroll}"
-    "@media (max-width:900px){body{margin:1em}td.text{min-width:16em}}"
+    "@media (max-width:900px){body{margin:1em}td.text{min-width:16em}"
+    "table{max-width:calc(100vw - 2em)}}"
 )
 
 
