@@ -417,7 +417,12 @@ def replay_cmd(
     ] = "same",
     source: _FromOpt = None,
     timeline: Annotated[
-        str | None, typer.Option("--timeline", help="The new timeline (default replay/S).")
+        str | None,
+        typer.Option(
+            "--timeline",
+            help="The new timeline (default replay/S; replay/SOURCE/S from a --from other "
+            "than the group's default source).",
+        ),
     ] = None,
     resume: Annotated[
         bool,

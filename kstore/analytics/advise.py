@@ -1,11 +1,13 @@
 """Advice: which strategy and protocol would have moved least over a group's history.
 
 ``advise`` replays the source timeline with every strategy of the catalogue and with
-``optimal`` (the least movement any balanced assignment could have made), each into
-``replay/<strategy>`` (a replay stored already is reused: one stored whole is read as
-done, ``stored_whole``; the replay continues a partial one), and ``advice`` reads the
-answer from the timelines: one row per strategy, best first, with its protocol (from the
-catalogue) and how far it is from optimal. Disruption is churn plus partitions left
+``optimal`` (the least movement any balanced assignment could have made), each into its
+replay timeline (``Sources.replay_timeline``: ``replay/<strategy>`` for the group's
+default source, ``replay/<source>/<strategy>`` for another; a replay of that source
+stored already is reused: one stored whole is read as done, ``stored_whole``; the replay
+continues a partial one), and ``advice`` reads the answer from the source and its
+replays: one row per strategy, best first, with its protocol (from the catalogue) and
+how far it is from optimal. Disruption is churn plus partitions left
 without an owner for a round (what a cooperative round withholds): both stop a partition
 being consumed. A partial replay (``complete`` false) is ranked with the others over the
 prefix of the source it covers, as ``compare`` sums them. ``verdict`` says the table in
@@ -19,9 +21,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kstore._errors import UsageError
-from kstore.analytics._queries import Result, run_query
+from kstore.analytics._queries import Result
 from kstore.analytics.replay import ReplayResult, replay
 from kstore.analytics.report import compare, strategies_of, timelines_of
+from kstore.analytics.scope import Sources, sources_of
 from kstore.model.events import StreamId
 from kstore.model.strategies import CATALOGUE, known_protocol
 from kstore.store.log import Store
@@ -55,10 +58,24 @@ ADVICE_COLUMNS = [
 
 
 def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> Result | None:
-    """The advice table from the group's stored timelines (``source`` and every timeline
-    decided by one strategy throughout); None without an ``optimal`` timeline."""
+    """The advice table from the group's stored timelines: ``source`` and its replays
+    decided by one strategy throughout (a timeline whose decisions name ``source``, or
+    the replay timeline of ``source`` by its strategy: a replay stored before decisions
+    named their source), never another source or its replays; None without an
+    ``optimal`` replay among them."""
     decided = strategies_of(store, group, cluster)
-    names = [t for t in timelines_of(store, group, cluster) if t == source or t in decided]
+    sources = sources_of(store, cluster, group)
+    names = [
+        t
+        for t in timelines_of(store, group, cluster)
+        if t == source
+        or (
+            t in decided
+            and (
+                sources.source.get(t) == source or sources.replay_timeline(source, decided[t]) == t
+            )
+        )
+    ]
     if not any(decided.get(t) == "optimal" for t in names):
         return None
     table = compare(store, group, names, cluster)
@@ -86,27 +103,33 @@ def replayed(strategies: Iterable[str] | None = None) -> list[str]:
 
 
 def stored_whole(
-    store: Store, group: str, cluster: str, source: str, strategies: Iterable[str]
+    store: Store,
+    group: str,
+    cluster: str,
+    source: str,
+    strategies: Iterable[str],
+    sources: Sources | None = None,
 ) -> set[str]:
-    """Those of ``strategies`` whose ``replay/<strategy>`` is stored whole: a replay of
-    ``source`` (its decisions name it) complete by queries/coverage.sql (decided up to
-    the source's last version now) and decided by that strategy throughout. ``advise``
-    reads such a replay as done instead of deciding the history again to check it
-    (``replay``'s resume, 25 s for nine replays of 2,000 rebalances); a source grown by
-    a rebalance since makes it partial, and it is continued."""
-    timelines = {f"replay/{name}": name for name in strategies}
-    params = {"cluster": cluster, "group": group, "timelines": ",".join(timelines)}
-    complete = {
-        row["timeline"]
-        for row in run_query(store, "coverage", params).records()
-        if row["source"] == source and row["timeline"] != source and row["complete"]
-    }
+    """Those of ``strategies`` whose replay timeline (``Sources.replay_timeline``) is
+    stored whole: a replay of ``source`` (its decisions name it) complete by
+    queries/coverage.sql (decided up to the source's last version now) and decided by
+    that strategy throughout. ``advise`` reads such a replay as done instead of deciding
+    the history again to check it (``replay``'s resume, 25 s for nine replays of 2,000
+    rebalances); a source grown by a rebalance since makes it partial, and it is
+    continued. ``sources``: the group's, if read already."""
+    found = sources if sources is not None else sources_of(store, cluster, group)
     decided = strategies_of(store, group, cluster)
-    return {
-        name
-        for timeline, name in timelines.items()
-        if timeline in complete and decided.get(timeline) == name
-    }
+    whole = set()
+    for name in strategies:
+        timeline = found.replay_timeline(source, name)
+        if (
+            timeline != source
+            and found.source.get(timeline) == source
+            and found.complete.get(timeline)
+            and decided.get(timeline) == name
+        ):
+            whole.add(name)
+    return whole
 
 
 def replay_every(
@@ -120,14 +143,16 @@ def replay_every(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[ReplayResult]:
     """Replay ``source`` with each of ``replayed(strategies)``, in that order, each into
-    ``replay/<strategy>``: one stored whole already (``stored_whole``) is read as done,
-    its result ``reused``; one stopped part way, or outgrown by the source, is continued.
+    its replay timeline (``Sources.replay_timeline``): one stored whole already
+    (``stored_whole``) is read as done, its result ``reused``; one stopped part way, or
+    outgrown by the source, is continued.
     ``stop``: asked after each source event; when it says so the replay at hand stores
     what it has and returns (``complete`` False, the last of the list) and no other
     starts. ``progress(done, total)``: the source events replayed over all the replays
     (each reads the whole source; one read as done counts as read)."""
     names = replayed(strategies)
-    whole = stored_whole(store, group, cluster, source, names)
+    sources = sources_of(store, cluster, group)
+    whole = stored_whole(store, group, cluster, source, names, sources)
     done: list[ReplayResult] = []
     for index, name in enumerate(names):
 
@@ -135,8 +160,9 @@ def replay_every(
             if progress is not None:
                 progress(before * total + read, len(names) * total)
 
+        timeline = sources.replay_timeline(source, name)
         if name in whole:
-            target = StreamId(cluster, group, f"replay/{name}")
+            target = StreamId(cluster, group, timeline)
             stored = store.version(target)
             result = ReplayResult(target, 0, 0, 0, 0.0, 0.0, resumed=stored, reused=True)
             total = store.version(StreamId(cluster, group, source))
@@ -148,15 +174,25 @@ def replay_every(
                 cluster=cluster,
                 strategy=name,
                 source=source,
-                timeline=f"replay/{name}",
+                timeline=timeline,
                 resume=True,
                 stop=stop,
                 progress=told,
+                instead=_instead(source, name),
             )
         done.append(result)
         if not result.complete or (stop is not None and stop()):
             break
     return done
+
+
+def _instead(source: str, strategy: str) -> str:
+    """What advise can do about a timeline holding another history under the name of
+    its replay of ``source`` with ``strategy`` (an option advise has)."""
+    said = f"advise stores its replay of {source} with {strategy} there"
+    if strategy == "optimal":  # replayed always: no option leaves it out
+        return f'{said} always (docs/analytics.md, "Replay timelines")'
+    return f"{said}; leave {strategy} out of --strategies"
 
 
 def advise(

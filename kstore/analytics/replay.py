@@ -125,6 +125,10 @@ class ReplayResult:
     read, nothing decided or appended (``advise``'s rule, ``stored_whole``)."""
 
 
+_INSTEAD = "resume with the same --from and --strategy, or give another --timeline"
+"""What ``kstore replay`` can do about a target that is not a prefix of its replay."""
+
+
 class _Replayer:
     """The replay's events, source event by source event.
 
@@ -139,8 +143,10 @@ class _Replayer:
         strategy: str,
         stored: Iterable[Event] = (),
         state: GroupState | None = None,
+        instead: str = _INSTEAD,
     ) -> None:
         self.target = target
+        self.instead = instead
         self.strategy = strategy
         # "same": each decision with the flavour of the source's (set per decision).
         self.same = strategy == SAME
@@ -218,8 +224,7 @@ class _Replayer:
     def _not_a_prefix(self, why: str) -> UsageError:
         return UsageError(
             f"timeline {self.target.timeline!r} of {self.target.cluster}/{self.target.group} "
-            f"is not a prefix of this replay ({why}): resume with the same --from and "
-            "--strategy, or give another --timeline"
+            f"is not a prefix of this replay ({why}): {self.instead}"
         )
 
     def finish(self) -> Iterator[Event]:
@@ -633,6 +638,7 @@ def replay(
     resume: bool = False,
     stop: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    instead: str = _INSTEAD,
 ) -> ReplayResult:
     """Replay the stream (cluster, group, source) with ``strategy`` into a new timeline.
 
@@ -643,6 +649,8 @@ def replay(
     prefix of this replay; else it is refused, as it always is without ``resume``.
     ``strategy`` ``same`` decides each generation with the flavour that decided it
     (``strategies.flavour_of``: the recorded strategy and client library).
+    ``instead``: what the error for a target that is not a prefix of this replay says
+    to do (the caller's options: ``kstore replay``'s by default).
     """
     check_strategy(strategy)
     target = StreamId(cluster, group, new_timeline(timeline, f"replay/{strategy}", replay=True))
@@ -662,7 +670,7 @@ def replay(
             f"timeline {target.timeline!r} of {cluster}/{group} exists already "
             "(--resume continues an interrupted replay into it)"
         )
-    replayer = _Replayer(target, strategy, stored, writer.fold())
+    replayer = _Replayer(target, strategy, stored, writer.fold(), instead)
     count = 0
     source_events = _source_events(store, StreamId(cluster, group, source), strategy, replayer)
     complete = True

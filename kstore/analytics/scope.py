@@ -19,6 +19,7 @@ from kstore.store.log import Store
 
 __all__ = [
     "Scope",
+    "Sources",
     "check_params",
     "group_source",
     "iso_time",
@@ -26,6 +27,7 @@ __all__ = [
     "resolve",
     "source_timeline",
     "source_timelines",
+    "sources_of",
     "unknown",
 ]
 
@@ -139,6 +141,61 @@ def group_source(store: Store, cluster: str, group: str, timelines: Iterable[str
     ``source_timeline``'s rule; None where the rule finds none."""
     replayed = replays(store, cluster, group).get((cluster, group), {})
     return _source_of(set(timelines), replayed)
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """A group's timelines, each with its source (coverage.sql: a replay's decisions
+    name it; any other timeline is its own) and whether it is complete (None: its source
+    is gone; a timeline of no rebalance has neither)."""
+
+    timelines: frozenset[str]
+    source: Mapping[str, str]
+    complete: Mapping[str, bool | None]
+
+    def default(self) -> str | None:
+        """The group's source timeline by ``source_timeline``'s rule."""
+        return _source_of(set(self.timelines), self.replays())
+
+    def replays(self) -> set[str]:
+        """The timelines whose decisions name another timeline as their source."""
+        return {t for t, s in self.source.items() if s != t}
+
+    def replay_timeline(self, source: str, strategy: str) -> str:
+        """The timeline a replay of ``source`` with ``strategy`` is stored in
+        (docs/analytics.md, "Replay timelines"): ``replay/<strategy>`` for the group's
+        default source, ``replay/<source>/<strategy>`` for any other, so two sources'
+        replays never meet. One of the two holding a replay of ``source`` already is
+        that replay (a simulated source replayed while it was its group's only one keeps
+        its replays once another is simulated); a ``replay/<strategy>`` holding another
+        source's replay is not the default source's (the default changed since), whose
+        replay is then ``replay/<source>/<strategy>`` too."""
+        plain, own = f"replay/{strategy}", f"replay/{source}/{strategy}"
+        for name in (plain, own):
+            if self.source.get(name) == source and name != source:
+                return name
+        # A replay/<strategy> that names no source (a replay stored by a kstore before
+        # decisions named one) is the default source's, as it always was.
+        held = self.source.get(plain, plain)
+        if source == self.default() and held == plain:
+            return plain
+        return own
+
+
+def sources_of(store: Store, cluster: str, group: str) -> Sources:
+    """The group's ``Sources``: its streams and one coverage query."""
+    timelines = frozenset(
+        info.stream.timeline
+        for info in store.streams()
+        if info.stream.cluster == cluster and info.stream.group == group
+    )
+    source: dict[str, str] = {}
+    complete: dict[str, bool | None] = {}
+    params = {"cluster": cluster, "group": group, "timelines": None}
+    for row in run_query(store, "coverage", params).records():
+        source[row["timeline"]] = row["source"]
+        complete[row["timeline"]] = row["complete"]
+    return Sources(timelines, source, complete)
 
 
 def source_timelines(

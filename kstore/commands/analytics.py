@@ -17,7 +17,7 @@ from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
 from kstore.analytics.report import compare, partial, timelines_of
-from kstore.analytics.scope import check_params, resolve, source_timeline
+from kstore.analytics.scope import check_params, resolve, source_timeline, sources_of
 from kstore.commands._output import (
     check_format,
     counting,
@@ -134,6 +134,8 @@ def replay_group(
     check_strategy(strategy)  # a typo named before the store is read
     store = Store(path)
     cluster, source = _source(store, cluster, group, source)
+    if timeline is None:  # advise's name for it: two sources' replays never meet
+        timeline = sources_of(store, cluster, group).replay_timeline(source, strategy)
     bar = progress_bar(
         "replaying {task.description}",
         done_of_total(),
@@ -317,7 +319,7 @@ def print_advice(
             store, group, cluster, source, names, stop=stopped.is_set, progress=told
         )
     # The same command continues: a replay stored whole is read as done (advise's
-    # stored_whole), a partial one resumed into replay/<strategy>.
+    # stored_whole), a partial one resumed into its replay timeline.
     again = f"the same command again reuses them: {shlex.join(['kstore', *sys.argv[1:]])}"
     if len(done) < len(names) or not done[-1].complete:
         whole = [n for n, d in zip(names, done, strict=False) if d.complete]

@@ -279,3 +279,129 @@ def test_a_second_advise_reads_the_replays_stored_whole_and_resumes_those_a_reba
     fresh.append(events)
     replay_every(fresh, "g", "default", "recorded", names)
     assert _stored(fresh) == _stored(store)
+
+
+def _side_by_side(tmp_path: Path) -> Path:
+    """A store holding eager-vs-cooperative twice, as its header says to run it: two
+    timelines of one group that are no replay (sim/eager, sim/coop), no recorded."""
+    store = tmp_path / "s.duckdb"
+    assert kstore(store, "init").returncode == 0
+    scenario = str(EXAMPLES / "eager-vs-cooperative.yaml")
+    for protocol, name in (("eager", "sim/eager"), ("cooperative", "sim/coop")):
+        made = kstore(store, "simulate", scenario, "--protocol", protocol, "--timeline", name)
+        assert made.returncode == 0, made.stderr
+    return store
+
+
+def _sources(store: Path) -> dict[str, str]:
+    """Timeline -> its source, as ``query timelines`` shows them."""
+    shown = kstore(
+        store, "query", "timelines", "--group", "eager-vs-cooperative", "--format", "json"
+    )
+    assert shown.returncode == 0, shown.stderr
+    return {r["timeline"]: r["source"] for r in json.loads(shown.stdout)}
+
+
+def test_two_advises_from_two_sources_of_one_group_each_replay_their_own(
+    tmp_path: Path,
+) -> None:
+    """advise --from sim/coop after advise --from sim/eager failed (user trial): every
+    replay was replay/<strategy> whatever its source, so the second found replay/range
+    made from sim/eager, and its hint named --timeline, which advise has not. Now a
+    source other than the group's default one replays into replay/<source>/<strategy>,
+    each advice ranks its own source's replays, and each again reuses them."""
+    store = _side_by_side(tmp_path)
+    group = ("advise", "--group", "eager-vs-cooperative", "--strategies", "range,sticky")
+    tables = {}
+    for source in ("sim/eager", "sim/coop"):
+        out = kstore(store, *group, "--from", source, "--format", "json")
+        assert out.returncode == 0, out.stderr
+        tables[source] = json.loads(out.stdout)
+    sources = _sources(store)
+    for source, rows in tables.items():
+        assert sorted(r["timeline"] for r in rows) == sorted(
+            [source, *(f"replay/{source}/{n}" for n in ("range", "sticky", "optimal"))]
+        )
+        assert {sources[r["timeline"]] for r in rows} == {source}
+        assert all(r["complete"] for r in rows)
+    streams = kstore(store, "streams", "--format", "json").stdout
+    for source, rows in tables.items():  # again: the stored replays are read as done
+        again = kstore(store, *group, "--from", source, "--format", "json")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout) == rows
+    assert kstore(store, "streams", "--format", "json").stdout == streams
+    # kstore replay names its replays so too, and compare reads them
+    one = kstore(
+        store,
+        "replay",
+        "--group",
+        "eager-vs-cooperative",
+        "--from",
+        "sim/coop",
+        "--strategy",
+        "cooperative-sticky",
+    )
+    assert one.returncode == 0, one.stderr
+    assert "into timeline 'replay/sim/coop/cooperative-sticky'" in one.stdout
+    assert _sources(store)["replay/sim/coop/cooperative-sticky"] == "sim/coop"
+
+
+def test_the_default_sources_replays_keep_their_names_and_are_reused_after_another_source(
+    tmp_path: Path,
+) -> None:
+    """The group's default source (recorded, else its one timeline that is no replay)
+    keeps replay/<strategy>; a replay stored so while a simulated source was the
+    group's only one stays that source's (reused) once a second one is simulated."""
+    store = tmp_path / "s.duckdb"
+    assert kstore(store, "init").returncode == 0
+    scenario = str(EXAMPLES / "eager-vs-cooperative.yaml")
+    made = kstore(store, "simulate", scenario, "--protocol", "eager", "--timeline", "sim/eager")
+    assert made.returncode == 0, made.stderr
+    group = ("advise", "--group", "eager-vs-cooperative", "--strategies", "range")
+    first = kstore(store, *group, "--format", "json")  # sim/eager taken unasked
+    assert first.returncode == 0, first.stderr
+    rows = json.loads(first.stdout)
+    assert {r["timeline"] for r in rows} == {"sim/eager", "replay/range", "replay/optimal"}
+    made = kstore(store, "simulate", scenario, "--timeline", "sim/coop")
+    assert made.returncode == 0, made.stderr
+    streams = kstore(store, "streams", "--format", "json").stdout
+    again = kstore(store, *group, "--from", "sim/eager", "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == rows
+    assert kstore(store, "streams", "--format", "json").stdout == streams
+    other = kstore(store, *group, "--from", "sim/coop", "--format", "json")
+    assert other.returncode == 0, other.stderr
+    assert {r["timeline"] for r in json.loads(other.stdout)} == {
+        "sim/coop",
+        "replay/sim/coop/range",
+        "replay/sim/coop/optimal",
+    }
+
+
+def test_advise_says_what_to_do_with_an_option_it_has_when_its_replays_name_is_taken(
+    tmp_path: Path,
+) -> None:
+    """The error for a timeline holding another history under the name of advise's
+    replay named --timeline (user trial), which advise has not: now --strategies."""
+    store = _simulated(tmp_path)
+    scenario = str(EXAMPLES / "eager-vs-cooperative.yaml")
+    # a simulation that is no replay, named as advise's replay of recorded with range
+    made = kstore(store, "simulate", scenario, "--protocol", "eager", "--timeline", "replay/range")
+    assert made.returncode == 0, made.stderr
+    group = ("advise", "--group", "eager-vs-cooperative")
+    taken = kstore(store, *group, "--strategies", "range")
+    assert taken.returncode == 2 and taken.stderr.count("\n") == 1, taken.stderr
+    assert "timeline 'replay/range' of default/eager-vs-cooperative is not a prefix" in taken.stderr
+    assert taken.stderr.endswith(
+        "advise stores its replay of recorded with range there; leave range out of --strategies\n"
+    )
+    assert "--timeline" not in taken.stderr
+    left = kstore(store, *group, "--strategies", "sticky", "--format", "json")
+    assert left.returncode == 0, left.stderr
+    # (the simulation named replay/range is ranked too: it reads as a replay stored by a
+    # kstore before decisions named their source)
+    assert {r["timeline"] for r in json.loads(left.stdout)} >= {
+        "recorded",
+        "replay/sticky",
+        "replay/optimal",
+    }
