@@ -397,8 +397,8 @@ _FromOpt = Annotated[
     str | None,
     typer.Option(
         "--from",
-        help="The timeline to replay (default: recorded, or the group's one timeline that "
-        "is no replay, e.g. sim/NAME).",
+        help="The source timeline: the one to replay and advise from (default: recorded, "
+        "or the group's one timeline that is no replay, e.g. sim/NAME).",
     ),
 ]
 
@@ -523,6 +523,7 @@ def report_cmd(
         str | None, typer.Option("--timelines", help="A,B,... (default: all of the group's).")
     ] = None,
     cluster: _GroupClusterOpt = None,
+    source: _FromOpt = None,
     fleet: Annotated[
         bool,
         typer.Option("--fleet", help="Rank every group of the store; a report per group."),
@@ -533,7 +534,15 @@ def report_cmd(
 
     if group is None and not fleet:
         raise typer.BadParameter("give --group G, or --fleet")
-    report(ctx_state.store, group=group, cluster=cluster, timelines=timelines, out=out, fleet=fleet)
+    report(
+        ctx_state.store,
+        group=group,
+        cluster=cluster,
+        timelines=timelines,
+        source=source,
+        out=out,
+        fleet=fleet,
+    )
 
 
 # --- recorders (kstore/record) ---------------------------------------------------------

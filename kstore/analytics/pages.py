@@ -18,6 +18,7 @@ import html
 import json
 import math
 import re
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence, Set
 from datetime import UTC, datetime, timedelta
@@ -31,7 +32,7 @@ from kstore._files import write_text
 from kstore._text import counted
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, timelines_of
-from kstore.analytics.scope import group_source, replays, source_timelines
+from kstore.analytics.scope import group_source, replays, source_timelines, which_source
 from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
 
@@ -792,14 +793,18 @@ def write_report(
     source: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Write the report; returns the number of plots in it. ``source``: the group's
-    source timeline (default: ``recorded``, else its one timeline that is no replay),
-    first everywhere, then the others. ``progress(parts done, parts)`` after each part:
-    the queries, rates and reasons, each timeline's ownership, the page."""
+    """Write the report; returns the number of plots in it. ``source``: the timeline the
+    advice is of (``--from``; default: the group's source by ``source_timeline``'s rule,
+    ``recorded``, else its one timeline that is no replay; where there is none the
+    Advice section says which to give), first everywhere, then the others.
+    ``progress(parts done, parts)`` after each part: the queries, rates and reasons,
+    each timeline's ownership, the page."""
     from kstore.analytics.advise import advice, verdict
 
+    every = timelines_of(store, group, cluster)
+    default = group_source(store, cluster, group, every)
     if source is None:
-        source = group_source(store, cluster, group, timelines_of(store, group, cluster))
+        source = default
     timelines = sorted(timelines, key=lambda name: name != source)  # stable: given order
     parts = 3 + len(timelines)
     told = progress or (lambda done, total: None)
@@ -840,14 +845,16 @@ def write_report(
     found = advice(store, group, cluster, source) if source is not None else None
     sections.append("<h2>Advice: which strategy would have moved least</h2>")
     if source is None:
+        said = which_source(store, cluster, group, every)
         sections.append(
-            "<p class='note'>no source timeline to advise from: no 'recorded', and more "
-            "than one timeline that is no replay</p>"
+            f"<p class='note'>no source timeline to advise from: {html.escape(said)}</p>"
         )
     elif found is None:
+        command = ["kstore", "advise", "--group", group]
+        command += [] if source == default else ["--from", source]
         sections.append(
-            f"<p class='note'>no optimal replay yet: <code>kstore advise --group "
-            f"{html.escape(group)}</code> replays the history with every strategy.</p>"
+            f"<p class='note'>no optimal replay yet: <code>{html.escape(shlex.join(command))}"
+            "</code> replays the history with every strategy.</p>"
         )
     else:  # the table, and what kstore advise says under it
         sections.append(_table(found))

@@ -29,6 +29,7 @@ __all__ = [
     "source_timelines",
     "sources_of",
     "unknown",
+    "which_source",
 ]
 
 WINDOWS = ("hour", "day")
@@ -129,11 +130,18 @@ def source_timeline(store: Store, scope: Scope, option: str = "--from") -> str:
     found = group_source(store, scope.cluster, scope.group, timelines)
     if found is not None:
         return found
-    replayed = replays(store, scope.cluster, scope.group).get((scope.cluster, scope.group), {})
-    candidates = sorted(timelines - set(replayed))
-    where = f"{scope.cluster}/{scope.group}"
-    listed = ", ".join(candidates or sorted(timelines))
-    raise UsageError(f"group {where} has no 'recorded' timeline: give {option} (one of: {listed})")
+    raise UsageError(which_source(store, scope.cluster, scope.group, timelines, option))
+
+
+def which_source(
+    store: Store, cluster: str, group: str, timelines: Iterable[str], option: str = "--from"
+) -> str:
+    """The line saying which source to give with ``option`` where ``source_timeline``'s
+    rule finds none: the group's timelines that are no replay."""
+    names = set(timelines)
+    replayed = replays(store, cluster, group).get((cluster, group), {})
+    listed = ", ".join(sorted(names - set(replayed)) or sorted(names))
+    return f"group {cluster}/{group} has no 'recorded' timeline: give {option} (one of: {listed})"
 
 
 def group_source(store: Store, cluster: str, group: str, timelines: Iterable[str]) -> str | None:

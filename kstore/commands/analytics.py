@@ -17,7 +17,14 @@ from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
 from kstore.analytics.report import compare, partial, timelines_of
-from kstore.analytics.scope import check_params, resolve, source_timeline, sources_of
+from kstore.analytics.scope import (
+    check_params,
+    group_source,
+    resolve,
+    source_timeline,
+    sources_of,
+    which_source,
+)
 from kstore.commands._output import (
     check_format,
     counting,
@@ -264,6 +271,7 @@ def report(
     cluster: str | None,
     timelines: str | None,
     out: str | Path,
+    source: str | None = None,
     fleet: bool = False,
 ) -> None:
     from kstore.analytics.pages import write_fleet, write_report
@@ -272,8 +280,10 @@ def report(
     store = Store(path)
     to_stdout = str(out) == "-"
     if fleet or group is None:
-        if cluster is not None or timelines is not None:
-            raise UsageError("--fleet: every group of the store; no --cluster or --timelines")
+        if cluster is not None or timelines is not None or source is not None:
+            raise UsageError(
+                "--fleet: every group of the store; no --cluster, --timelines or --from"
+            )
         if to_stdout:
             raise UsageError("--out -: --fleet writes a folder of pages; give a folder")
         with counting(f"report {out}", "groups") as progress:
@@ -282,8 +292,16 @@ def report(
         return
     check_out_file(given)
     cluster, names = _timelines(store, group, cluster, timelines)
+    if source is not None:  # an unknown one: the line naming the nearest
+        resolve(store, cluster=cluster, group=group, timeline=source)
+    else:
+        every = timelines_of(store, group, cluster)
+        if group_source(store, cluster, group, every) is None:
+            # The report is written all the same (its Advice section says this too).
+            said = which_source(store, cluster, group, every)
+            print(f"kstore: note: no advice: {said}", file=sys.stderr)
     with counting(f"report {cluster}/{group}", "parts") as progress:
-        plots = write_report(store, group, names, cluster, out, progress=progress)
+        plots = write_report(store, group, names, cluster, out, source, progress=progress)
     where = "the report to standard output" if to_stdout else out
     # the page itself may be what standard output carries
     print(

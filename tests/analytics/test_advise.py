@@ -405,3 +405,61 @@ def test_advise_says_what_to_do_with_an_option_it_has_when_its_replays_name_is_t
         "replay/sticky",
         "replay/optimal",
     }
+
+
+def _advice_section(page: Path) -> str:
+    text = page.read_text()
+    start = text.index("<h2>Advice")
+    return text[start : text.index("<h2>", start + 1)]
+
+
+def test_report_advises_from_the_source_given_with_from_or_says_which_to_give(
+    tmp_path: Path,
+) -> None:
+    """kstore report said "no source timeline to advise from" on a group of two
+    timelines that are no replay, and had no --from (user trial): now --from as advise's,
+    and without it the line naming the candidates and --from, in the page and on stderr."""
+    store = _side_by_side(tmp_path)
+    page = tmp_path / "r.html"
+    report = ("report", "--group", "eager-vs-cooperative", "--out", str(page))
+    unsaid = kstore(store, *report)
+    assert unsaid.returncode == 0, unsaid.stderr
+    which = (
+        "group default/eager-vs-cooperative has no 'recorded' timeline: give --from "
+        "(one of: sim/coop, sim/eager)"
+    )
+    assert unsaid.stderr == f"kstore: note: no advice: {which}\n"
+    assert html.unescape(_advice_section(page)).count(which) == 1
+    # with --from, before advise: how to get the advice of that source
+    before = kstore(store, *report, "--from", "sim/coop")
+    assert before.returncode == 0 and before.stderr == "", before.stderr
+    assert "kstore advise --group eager-vs-cooperative --from sim/coop" in html.unescape(
+        _advice_section(page)
+    )
+    advised = kstore(store, "advise", "--group", "eager-vs-cooperative", "--from", "sim/coop")
+    assert advised.returncode == 0, advised.stderr
+    made = kstore(store, *report, "--from", "sim/coop")
+    assert made.returncode == 0, made.stderr
+    section = _advice_section(page)
+    shown = [html.unescape(p) for p in re.findall(r"<p class='verdict'>(.*?)</p>", section)]
+    assert shown == _said_under_the_table(advised.stdout)
+    assert "replay/sim/coop/optimal" in section and "sim/eager" not in section
+    # the same option as advise's, checked the same way
+    wrong = kstore(store, *report, "--from", "sim/coo")
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
+    assert "no timeline 'sim/coo'" in wrong.stderr and "sim/coop" in wrong.stderr
+    fleet = kstore(store, "report", "--fleet", "--out", str(tmp_path / "f"), "--from", "sim/coop")
+    assert fleet.returncode == 2 and "--from" in fleet.stderr, fleet.stderr
+
+
+def test_report_from_has_advises_help() -> None:
+    import typer
+
+    from kstore.cli import app
+
+    commands = typer.main.get_group(app).commands
+    helps = {
+        name: [(p.opts, p.help) for p in commands[name].params if "--from" in p.opts]
+        for name in ("advise", "report")
+    }
+    assert helps["report"] == helps["advise"] != []
