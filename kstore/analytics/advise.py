@@ -31,6 +31,7 @@ from kstore.store.log import Store
 
 __all__ = [
     "ADVICE_COLUMNS",
+    "BELOW_OPTIMAL",
     "advice",
     "advise",
     "against_optimal",
@@ -211,6 +212,15 @@ def advise(
     return found
 
 
+BELOW_OPTIMAL = (
+    "below optimal: optimal is the fewest moves among the best-balanced assignments, "
+    "decided rebalance by rebalance on its own previous assignment, not a bound over a "
+    "whole history: a strategy below it bought its fewer moves with balance (its "
+    "imbalance, excess) or its own chain of decisions drifted to states cheaper to keep"
+)
+"""The line after the verdict's first "below optimal" (docs/analytics.md, ``optimal``)."""
+
+
 def against_optimal(value: int) -> str:
     return f"{value:,} above optimal" if value >= 0 else f"{-value:,} below optimal"
 
@@ -221,7 +231,8 @@ def verdict(table: Result, source: str) -> list[str]:
     Disruption counts moved and unassigned partitions only, so an eager history pays
     nothing for its rebalances' pause (every partition revoked until each one ends): the
     lone verdict ranked eager sticky above cooperative-sticky, whose withheld partitions
-    it does count (user trial). The protocols are said apart."""
+    it does count (user trial). The protocols are said apart. A first line below optimal
+    is followed by why a strategy can be (``BELOW_OPTIMAL``)."""
     ranked = [r for r in table.records() if r["strategy"] != "optimal" and r["timeline"] != source]
     if not ranked:
         return []
@@ -232,6 +243,8 @@ def verdict(table: Result, source: str) -> list[str]:
         f"disruption {best['disruption']:,} "
         f"({against_optimal(best['disruption_above_optimal'])})"
     ]
+    if min(best["churn_above_optimal"], best["disruption_above_optimal"]) < 0:
+        lines.append(BELOW_OPTIMAL)
     per: dict[str, dict[str, Any]] = {}
     for row in ranked:
         per.setdefault(row["protocol"], row)
