@@ -17,7 +17,7 @@ caveat): what ``kstore advise`` prints under its table and the report under its 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kstore._errors import UsageError
@@ -58,13 +58,21 @@ ADVICE_COLUMNS = [
 ]
 
 
-def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> Result | None:
+def advice(
+    store: Store,
+    group: str,
+    cluster: str,
+    source: str = "recorded",
+    decided: Mapping[str, str] | None = None,
+) -> Result | None:
     """The advice table from the group's stored timelines: ``source`` and its replays
     decided by one strategy throughout (a timeline whose decisions name ``source``, or
     the replay timeline of ``source`` by its strategy: a replay stored before decisions
     named their source), never another source or its replays; None without an
-    ``optimal`` replay among them."""
-    decided = strategies_of(store, group, cluster)
+    ``optimal`` replay among them. ``decided``: the group's ``strategies_of``, if read
+    already (``replay_every`` keeps it up to date)."""
+    if decided is None:
+        decided = strategies_of(store, group, cluster)
     sources = sources_of(store, cluster, group)
     names = [
         t
@@ -79,7 +87,7 @@ def advice(store: Store, group: str, cluster: str, source: str = "recorded") -> 
     ]
     if not any(decided.get(t) == "optimal" for t in names):
         return None
-    table = compare(store, group, names, cluster)
+    table = compare(store, group, names, cluster, decided)
     rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
     for row in rows:
         row["disruption"] = row["churn"] + row["unassigned"]
@@ -110,6 +118,7 @@ def stored_whole(
     source: str,
     strategies: Iterable[str],
     sources: Sources | None = None,
+    decided: Mapping[str, str] | None = None,
 ) -> set[str]:
     """Those of ``strategies`` whose replay timeline (``Sources.replay_timeline``) is
     stored whole: a replay of ``source`` (its decisions name it) complete by
@@ -117,9 +126,11 @@ def stored_whole(
     that strategy throughout. ``advise`` reads such a replay as done instead of deciding
     the history again to check it (``replay``'s resume, 25 s for nine replays of 2,000
     rebalances); a source grown by a rebalance since makes it partial, and it is
-    continued. ``sources``: the group's, if read already."""
+    continued. ``sources`` and ``decided`` (``strategies_of``): the group's, if read
+    already."""
     found = sources if sources is not None else sources_of(store, cluster, group)
-    decided = strategies_of(store, group, cluster)
+    if decided is None:
+        decided = strategies_of(store, group, cluster)
     whole = set()
     for name in strategies:
         timeline = found.replay_timeline(source, name)
@@ -142,6 +153,7 @@ def replay_every(
     *,
     stop: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    decided: dict[str, str] | None = None,
 ) -> list[ReplayResult]:
     """Replay ``source`` with each of ``replayed(strategies)``, in that order, each into
     its replay timeline (``Sources.replay_timeline``): one stored whole already
@@ -150,10 +162,14 @@ def replay_every(
     ``stop``: asked after each source event; when it says so the replay at hand stores
     what it has and returns (``complete`` False, the last of the list) and no other
     starts. ``progress(done, total)``: the source events replayed over all the replays
-    (each reads the whole source; one read as done counts as read)."""
+    (each reads the whole source; one read as done counts as read). ``decided``: the
+    group's ``strategies_of``, read once by the caller: each replay stored is added to
+    it (all its decisions are its strategy's), so ``advice`` reads it as it is then."""
     names = replayed(strategies)
     sources = sources_of(store, cluster, group)
-    whole = stored_whole(store, group, cluster, source, names, sources)
+    if decided is None:
+        decided = strategies_of(store, group, cluster)
+    whole = stored_whole(store, group, cluster, source, names, sources, decided)
     done: list[ReplayResult] = []
     for index, name in enumerate(names):
 
@@ -182,6 +198,7 @@ def replay_every(
                 instead=_instead(source, name),
             )
         done.append(result)
+        decided[result.stream.timeline] = name
         if not result.complete or (stop is not None and stop()):
             break
     return done
@@ -205,8 +222,9 @@ def advise(
 ) -> Result:
     """Replay ``source`` with each strategy (default: the whole catalogue) and ``optimal``
     (``replay_every``), then the advice table."""
-    replay_every(store, group, cluster, source, strategies)
-    found = advice(store, group, cluster, source)
+    decided = strategies_of(store, group, cluster)
+    replay_every(store, group, cluster, source, strategies, decided=decided)
+    found = advice(store, group, cluster, source, decided)
     if found is None:  # cannot happen: optimal was replayed above
         raise UsageError(f"no optimal timeline of {cluster}/{group}")
     return found

@@ -31,7 +31,7 @@ from kstore._errors import UsageError
 from kstore._files import write_text
 from kstore._text import counted
 from kstore.analytics._queries import Result, run_query, run_sql
-from kstore.analytics.report import compare, partial, timelines_of
+from kstore.analytics.report import compare, partial, strategies_of, timelines_of
 from kstore.analytics.scope import group_source, replays, source_timelines, which_source
 from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
@@ -813,7 +813,8 @@ def write_report(
     metrics = [
         r for r in run_query(store, "metrics", scope).records() if r["timeline"] in timelines
     ]
-    table = compare(store, group, timelines, cluster)
+    decided = strategies_of(store, group, cluster)  # read once: compare's, advice's
+    table = compare(store, group, timelines, cluster, decided)
     rebalances = run_query(store, "timeline", scope).records()
     previous: dict[str, int] = {}
     for row in rebalances:  # storms are runs of consecutive storm rebalances
@@ -842,7 +843,7 @@ def write_report(
         _table(table),
         *(f"<p class='partial'>{html.escape(line)}</p>" for line in partial(table)),
     ]
-    found = advice(store, group, cluster, source) if source is not None else None
+    found = advice(store, group, cluster, source, decided) if source is not None else None
     sections.append("<h2>Advice: which strategy would have moved least</h2>")
     if source is None:
         said = which_source(store, cluster, group, every)

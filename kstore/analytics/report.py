@@ -10,7 +10,7 @@ at any size; ``write_fleet`` a page ranking every group of the store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result, run_query
@@ -34,8 +34,15 @@ def timelines_of(store: Store, group: str, cluster: str) -> list[str]:
     return sorted(names, key=lambda name: (name != source, name))
 
 
-def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) -> Result:
-    """One row per timeline (the ``compare`` query), in the order asked for."""
+def compare(
+    store: Store,
+    group: str,
+    timelines: Sequence[str],
+    cluster: str,
+    decided: Mapping[str, str] | None = None,
+) -> Result:
+    """One row per timeline (the ``compare`` query), in the order asked for.
+    ``decided``: the group's ``strategies_of``, if read already."""
     result = run_query(
         store, "compare", {"group": group, "cluster": cluster, "timelines": ",".join(timelines)}
     )
@@ -45,7 +52,7 @@ def compare(store: Store, group: str, timelines: Sequence[str], cluster: str) ->
         raise UsageError(f"timeline {missing[0]!r} of {cluster}/{group} has no rebalance")
     rows = sorted(result.rows, key=lambda row: order[row[0]])
     churn, unassigned = (result.columns.index(c) for c in ("churn", "unassigned"))
-    strategies = strategies_of(store, group, cluster)
+    strategies = decided if decided is not None else strategies_of(store, group, cluster)
     optimal = [row for row in rows if strategies.get(row[0]) == "optimal"]
     if not optimal:
         return Result(result.columns, rows)

@@ -16,7 +16,7 @@ from kstore._text import counted
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
-from kstore.analytics.report import compare, partial, timelines_of
+from kstore.analytics.report import compare, partial, strategies_of, timelines_of
 from kstore.analytics.scope import (
     check_params,
     group_source,
@@ -333,8 +333,16 @@ def print_advice(
         stop_requested() as stopped,
         counting(f"advise {cluster}/{group} ({len(names):,} replays)", "source events") as told,
     ):
+        decided = strategies_of(store, group, cluster)  # read once: replay_every adds to it
         done = replay_every(
-            store, group, cluster, source, names, stop=stopped.is_set, progress=told
+            store,
+            group,
+            cluster,
+            source,
+            names,
+            stop=stopped.is_set,
+            progress=told,
+            decided=decided,
         )
     # The same command continues: a replay stored whole is read as done (advise's
     # stored_whole), a partial one resumed into its replay timeline.
@@ -351,7 +359,7 @@ def print_advice(
             )
         raise Interrupted(f"{said}; {again}")
     with interrupted_says(f"advise interrupted while ranking: every replay is stored; {again}"):
-        table = advice(store, group, cluster, source)
+        table = advice(store, group, cluster, source, decided)
     assert table is not None  # optimal was replayed above
     print_result(table, output, title=f"advice for {cluster}/{group} ({source})")
     _notes(verdict(table, source), output)

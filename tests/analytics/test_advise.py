@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks._fleet import group_events
 from kstore.analytics import Result
 from kstore.analytics.advise import (
@@ -534,3 +536,34 @@ def test_the_cli_and_the_report_say_why_below_optimal_alike(tmp_path: Path) -> N
     assert kstore(store, "report", "--group", group, "--out", str(page)).returncode == 0
     shown = re.findall(r"<p class='verdict'>(.*?)</p>", _advice_section(page))
     assert [html.unescape(p) for p in shown] == said
+
+
+def test_advise_and_the_report_read_the_groups_strategies_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """strategies_of (a GROUP BY over every rebalance of the group) ran three times per
+    advise and per report (review): stored_whole, advice and compare each read it. Now
+    once, passed on; replay_every adds each replay it stores to it, so the advice read
+    after the replays is the same as a fresh read's."""
+    import kstore.analytics.advise as advise_module
+    import kstore.analytics.pages as pages_module
+    import kstore.analytics.report as report_module
+
+    store = initialised_store(tmp_path / "s.duckdb")
+    store.append(list(group_events("g", 40, seed=2)))
+    runs: list[str] = []
+    real = report_module.strategies_of
+
+    def counted(store: Store, group: str, cluster: str) -> dict[str, str]:
+        runs.append(group)
+        return real(store, group, cluster)
+
+    for module in (advise_module, pages_module, report_module):
+        monkeypatch.setattr(module, "strategies_of", counted, raising=False)
+    table = advise_module.advise(store, "g", "default", "recorded", ["range", "sticky"])
+    assert len(runs) == 1
+    runs.clear()
+    assert advise_module.advice(store, "g", "default") == table  # a fresh read: the same
+    runs.clear()
+    pages_module.write_report(store, "g", ["recorded"], "default", tmp_path / "r.html")
+    assert len(runs) == 1
