@@ -22,10 +22,10 @@ from typing import Any
 
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result
-from kstore.analytics.replay import ReplayResult, replay
+from kstore.analytics.replay import ReplayResult, holds_copy, replay
 from kstore.analytics.report import compare, strategies_of, timelines_of
 from kstore.analytics.scope import Sources, sources_of
-from kstore.model.events import StreamId
+from kstore.model.events import AssignmentCompleted, StreamId
 from kstore.model.strategies import CATALOGUE, known_protocol
 from kstore.store.log import Store
 
@@ -122,12 +122,16 @@ def stored_whole(
 ) -> set[str]:
     """Those of ``strategies`` whose replay timeline (``Sources.replay_timeline``) is
     stored whole: a replay of ``source`` (its decisions name it) complete by
-    queries/coverage.sql (decided up to the source's last version now) and decided by
-    that strategy throughout. ``advise`` reads such a replay as done instead of deciding
-    the history again to check it (``replay``'s resume, 25 s for nine replays of 2,000
-    rebalances); a source grown by a rebalance since makes it partial, and it is
-    continued. ``sources`` and ``decided`` (``strategies_of``): the group's, if read
-    already."""
+    queries/coverage.sql (decided up to the source's last version now), decided by
+    that strategy throughout and, where the source's last event is no decision, holding
+    its copy of it (``holds_copy``): coverage calls a replay complete when the source
+    gained only events that decide nothing after its last decision (a member joining, a
+    fact that a member did not take the decision up), but the replay has those to copy
+    (and a fact changes what its last decision gives). ``advise`` reads such a replay as
+    done instead of deciding the history again to check it (``replay``'s resume, 25 s
+    for nine replays of 2,000 rebalances); a source grown since makes it partial, and
+    it is continued. ``sources`` and ``decided`` (``strategies_of``): the group's, if
+    read already."""
     found = sources if sources is not None else sources_of(store, cluster, group)
     if decided is None:
         decided = strategies_of(store, group, cluster)
@@ -141,6 +145,20 @@ def stored_whole(
             and decided.get(timeline) == name
         ):
             whole.add(name)
+    if whole:
+        stream = StreamId(cluster, group, source)
+        at_end = store.events(
+            **stream._asdict(), from_version=store.version(stream), assignments=False
+        )
+        last = next(at_end, None)
+        if last is not None and not isinstance(last.event.data, AssignmentCompleted):
+            whole = {
+                name
+                for name in whole
+                if holds_copy(
+                    store, StreamId(cluster, group, found.replay_timeline(source, name)), last
+                )
+            }
     return whole
 
 

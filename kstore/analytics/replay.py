@@ -67,6 +67,7 @@ from kstore.model.events import (
     StreamId,
 )
 from kstore.model.fold import GroupState
+from kstore.model.ids import event_id
 from kstore.model.strategies import (
     SAME,
     Strategy,
@@ -85,10 +86,38 @@ __all__ = [
     "check_decisions",
     "check_strategy",
     "cooperative",
+    "holds_copy",
     "reads_assignments",
     "replay",
     "replay_events",
 ]
+
+
+def _named(target: StreamId, source_id: str, suffix: str = "") -> tuple[object, ...]:
+    """The name of a replay's event made for the source's event ``source_id`` (its id is
+    ``event_id`` of it): the same on every run, so a stopped replay is resumed."""
+    return ("replay", target, source_id, suffix)
+
+
+def holds_copy(store: EventStore, target: StreamId, source: StoredEvent) -> bool:
+    """Whether the replay ``target`` holds its copy of ``source``, a source event that is
+    no ``AssignmentCompleted`` (a membership, subscription or topic event, a
+    ``RebalanceStarted``, a not-taken-up fact), among its last three events: a copy is
+    followed at most by a pending decision's settling (the decision and, under a
+    cooperative strategy, its follow-up round's start and decision). False for a source
+    event a replay makes no copy of (a round it absorbs, a fact that follows no
+    decision): asked about the source's last event, that errs towards "not yet"."""
+    wanted = event_id(*_named(target, source.event.event_id))
+    last = store.version(target)
+    found = store.events(
+        cluster=target.cluster,
+        group=target.group,
+        timeline=target.timeline,
+        from_version=max(1, last - 2),
+        assignments=False,
+    )
+    return any(stored.event.event_id == wanted for stored in found)
+
 
 _BATCH_EVENTS = 1000
 _BATCH_ENTRIES = 1_000_000
@@ -184,15 +213,9 @@ class _Replayer:
         self, source: Event, data: EventData, suffix: str = "", at: datetime | None = None
     ) -> Event:
         # Made of the source's validated values and the replay's own: not validated again.
+        at = source.at if at is None else at
         event = stamp(
-            self.target,
-            source.at if at is None else at,
-            data,
-            "replay",
-            self.target,
-            source.event_id,
-            suffix,
-            trusted=True,
+            self.target, at, data, *_named(self.target, source.event_id, suffix), trusted=True
         )
         if self._next is not None:
             event = self._match(event)

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from kstore.analytics.advise import (
     verdict,
 )
 from kstore.analytics.scope import replays
-from kstore.model.events import RebalanceStarted
+from kstore.model.events import AssignmentCompleted, Event, MemberJoined, RebalanceStarted
 from kstore.model.strategies import CATALOGUE
 from kstore.store.log import Store
 from tests.processes import interrupted_when, on_a_terminal, plain
@@ -567,3 +568,46 @@ def test_advise_and_the_report_read_the_groups_strategies_once(
     runs.clear()
     pages_module.write_report(store, "g", ["recorded"], "default", tmp_path / "r.html")
     assert len(runs) == 1
+
+
+def _replay_events(store: Store, timeline: str) -> list[object]:
+    return [s.event for s in store.events(cluster="default", group="g", timeline=timeline)]
+
+
+def test_a_replay_whose_source_gained_events_after_its_last_decision_is_continued_not_reused(
+    tmp_path: Path,
+) -> None:
+    """stored_whole read a replay as done where coverage says complete: decided up to
+    the source's last version, which events after the source's last decision (a member
+    joining with no rebalance yet, a fact that a member did not take the decision up)
+    do not change (review). The replay did not hold their copies, and advise reused it
+    as it was: not what a replay of the source now stores. Now such a replay is
+    continued, and ends as a fresh replay of the source does."""
+    events = list(group_events("g", 30, seed=5))
+    last = max(i for i, e in enumerate(events) if isinstance(e.data, AssignmentCompleted))
+    store = initialised_store(tmp_path / "s.duckdb")
+    store.append(events[: last + 1])
+    names = ["range"]
+    replay_every(store, "g", "default", "recorded", names)
+    decided = events[last]
+    assert isinstance(decided.data, AssignmentCompleted)
+    topics = sorted({t for tps in decided.data.assignment.values() for t, _ in tps})
+    joined = Event(
+        cluster="default",
+        group="g",
+        at=decided.at + timedelta(seconds=1),
+        data=MemberJoined(member_id="late", topics=topics),
+    )
+    store.append([joined])
+    again = replay_every(store, "g", "default", "recorded", names)
+    assert [(r.reused, r.complete) for r in again] == [(False, True), (False, True)]
+    fresh = initialised_store(tmp_path / "fresh.duckdb")
+    fresh.append([*events[: last + 1], joined])
+    replay_every(fresh, "g", "default", "recorded", names)
+    for timeline in ("replay/range", "replay/optimal"):
+        assert _replay_events(store, timeline) == _replay_events(fresh, timeline)
+    # whole now: read as done
+    assert [r.reused for r in replay_every(store, "g", "default", "recorded", names)] == [
+        True,
+        True,
+    ]
