@@ -14,6 +14,7 @@ from typing import Any
 
 from kstore._errors import UsageError, known_hint
 from kstore.analytics._queries import run_query, run_sql
+from kstore.model._timelines import replay_name
 from kstore.model.events import StreamId
 from kstore.store.log import Store
 
@@ -178,7 +179,8 @@ class Sources:
         its replays once another is simulated); a ``replay/<strategy>`` holding another
         source's replay is not the default source's (the default changed since), whose
         replay is then ``replay/<source>/<strategy>`` too."""
-        plain, own = f"replay/{strategy}", f"replay/{source}/{strategy}"
+        plain = replay_name(source, strategy, default_source=True)
+        own = replay_name(source, strategy, default_source=False)
         for name in (plain, own):
             if self.source.get(name) == source and name != source:
                 return name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kstore._errors import UsageError
 
-__all__ = ["RECORDED", "new_timeline"]
+__all__ = ["RECORDED", "new_timeline", "replay_name"]
 
 RECORDED = "recorded"
 """The timeline of what happened, the default source of ``replay`` and ``compare``."""
@@ -29,3 +29,10 @@ def new_timeline(name: str | None, default: str, *, replay: bool = False) -> str
             "give the replay another name"
         )
     return name
+
+
+def replay_name(source: str, strategy: str, *, default_source: bool) -> str:
+    """The timeline of ``source`` replayed with ``strategy`` (docs/analytics.md, "Replay
+    timelines"): ``replay/<strategy>`` for the group's default source,
+    ``replay/<source>/<strategy>`` for any other, so two sources' replays never meet."""
+    return f"replay/{strategy}" if default_source else f"replay/{source}/{strategy}"

@@ -3,7 +3,8 @@
 One Spark task walks a stream's events in version order through
 ``kstore.analytics.replay.replay_events``, the function behind ``kstore replay`` (so a
 Spark replay equals it event for event), once per strategy. The new timelines
-(``replay/<strategy>``) are written in the log's Parquet form, a folder per cluster and
+(``replay/<strategy>``, ``replay/<source>/<strategy>`` for a source other than
+``recorded``) are written in the log's Parquet form, a folder per cluster and
 each group's replays in one file; their ``position`` is NULL, as they belong to no
 store's log yet.
 """
@@ -19,6 +20,7 @@ import pyarrow as pa
 from kstore._errors import UsageError
 from kstore.analytics.replay import reads_assignments, replay_events
 from kstore.assignors import get_assignor
+from kstore.model._timelines import RECORDED, replay_name
 from kstore.model.events import AssignmentCompleted, StreamId
 from kstore.model.strategies import COOPERATIVE_STRATEGIES, SAME
 from kstore.spark._export import fresh_folder
@@ -50,7 +52,12 @@ def _replayer(strategies: Sequence[str], warnings: Accumulator[list[str]] | None
         source = events[0].event.stream
         rows: list[LogRow] = []
         for strategy in strategies:
-            target = StreamId(source.cluster, source.group, f"replay/{strategy}")
+            # The default source here is ``recorded`` (a task sees its group's source
+            # timeline only); any other source's replays are named after it.
+            timeline = replay_name(
+                source.timeline, strategy, default_source=source.timeline == RECORDED
+            )
+            target = StreamId(source.cluster, source.group, timeline)
             found: list[str] = []
             replayed = replay_events((row.event for row in events), target, strategy, found)
             rows.extend(
@@ -99,7 +106,7 @@ def _source(log: Any, strategies: Sequence[str]) -> Any:
 def replay_log(
     log: Any,
     strategies: Sequence[str],
-    source: str = "recorded",
+    source: str = RECORDED,
     warnings: Accumulator[list[str]] | None = None,
 ) -> Any:
     """The replays of the log's ``source`` timelines with each strategy (a DataFrame);
@@ -120,7 +127,7 @@ def write_replays(
     log: Any,
     strategies: Sequence[str],
     out: Path,
-    source: str = "recorded",
+    source: str = RECORDED,
     warnings: list[str] | None = None,
 ) -> int:
     """Write the replays under ``out/events``; the number of events written. The

@@ -18,6 +18,7 @@ import yaml
 from benchmarks._fleet import fleet, group_events
 from kstore.analytics import run_query, run_sql
 from kstore.analytics.replay import replay
+from kstore.analytics.scope import sources_of
 from kstore.cli import main
 from kstore.model import Event, EventError, StreamId, parse_event_line
 from kstore.simulate import run_scenario
@@ -158,6 +159,34 @@ def test_replay_equals_kstore_replay(spark: Any, tmp_path: Path) -> None:
         for group in ds.dataset(file).to_table(columns=["group_id"]).column(0).unique():
             files[group.as_py()].add(file)
     assert {len(found) for found in files.values()} == {1}
+
+
+def test_a_replay_of_another_source_is_named_after_it(spark: Any, tmp_path: Path) -> None:
+    """Replays are tied to their source (docs/analytics.md, "Replay timelines"): a
+    ``--from`` other than ``recorded`` replays into ``replay/<source>/<strategy>``, the
+    name ``kstore replay`` and ``advise`` give it, and equals their replay; it was
+    ``replay/<strategy>`` whatever the source, the name of the recorded history's."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    store.append(fleet(2, 6, seed=5))  # recorded
+    flapping = Path(__file__).parents[2] / "examples" / "flapping-member.yaml"
+    scenario = parse_scenario(flapping.read_text(), flapping.name)
+    for timeline in ("sim/a", "sim/b"):
+        run_scenario(scenario, store=store, timeline=timeline, seed=1)
+    export_store(store, tmp_path / "log")
+    write_replays(read_log(spark, [tmp_path / "log"]), ["range"], tmp_path / "out", "sim/b")
+    replayed = _streams(_log(tmp_path / "out"))
+    group = scenario.group_id
+    named = sources_of(store, "default", group).replay_timeline("sim/b", "range")
+    assert (
+        set(replayed)
+        == {StreamId("default", group, named)}
+        == {StreamId("default", group, "replay/sim/b/range")}
+    )
+    replay(store, group=group, strategy="range", source="sim/b", timeline=named)
+    theirs = list(store.events(cluster="default", group=group, timeline=named))
+    ours = replayed[StreamId("default", group, named)]
+    assert [(r.version, r.event) for r in ours] == [(s.version, s.event) for s in theirs]
 
 
 def test_an_eager_replay_of_a_cooperative_log_reads_its_assignments(
