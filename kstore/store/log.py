@@ -1031,9 +1031,12 @@ class Store:
             self._rebuild(conn, progress)
         self._heads.clear()
 
+    @cyclic_gc_paused()
     def _rebuild(self, conn: _Conn, progress: Callable[[int, int], None] | None = None) -> None:
         """The derived tables and snapshots again, from one pass over the log in log
-        order (every stream's head kept as it goes), stored in big batches."""
+        order (every stream's head kept as it goes), stored in big batches. The cyclic
+        collector is paused (``cyclic_gc_paused``): its passes over the events, heads and
+        decisions held were 40% of a rebuild's CPU (261,128 small events: 24.8 -> 14.0 s)."""
         for table in (*DERIVED, "kstore_snapshots"):
             conn.run(f"DELETE FROM {table}")
         heads: dict[StreamId, StreamHead] = {}
