@@ -20,7 +20,9 @@
 - rebuild: ``kstore rebuild`` (a process) of the appended store, in events per second,
   against the appends' own rate (limit: at least as fast).
 
-``--quick``: a few chunks and fewer rebalances, seconds.
+``--quick``: a few chunks and fewer rebalances, seconds. ``python -m
+benchmarks.write_path [--quick] [PART ...]`` runs only the parts named (``PARTS``:
+``replay``, ``append`` with the rebuild, ``big``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -221,10 +224,37 @@ def _big(tmp: Path, count: int) -> None:
         )
 
 
-def main(quick: bool) -> None:
+PARTS = ("replay", "append", "big")
+"""The benchmark's parts, in the order ``main`` runs them (``append``: the appends and
+the rebuild of their store)."""
+
+
+def main(quick: bool, parts: Sequence[str] = PARTS) -> None:
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        _replay(tmp, 10 if quick else 60, 1 if quick else 5)
-        _compile_kstore()
-        _append(tmp, CHUNK_GROUPS * 3 if quick else 3_000)
-        _big(tmp, 10 if quick else 100)
+        if "replay" in parts:
+            _replay(tmp, 10 if quick else 60, 1 if quick else 5)
+        if "append" in parts:
+            _compile_kstore()
+            _append(tmp, CHUNK_GROUPS * 3 if quick else 3_000)
+        if "big" in parts:
+            _big(tmp, 10 if quick else 100)
+
+
+if __name__ == "__main__":  # python -m benchmarks.write_path [--quick] [PART ...]
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.write_path",
+        description="The write path's figures, some parts only (python -m benchmarks "
+        "write_path runs them all).",
+    )
+    parser.add_argument(
+        "parts", nargs="*", metavar="PART", help=f"of {', '.join(PARTS)} (default: all)"
+    )
+    parser.add_argument("--quick", action="store_true", help="small cases only, seconds")
+    args = parser.parse_args()
+    unknown = [part for part in args.parts if part not in PARTS]
+    if unknown:
+        parser.error(f"unknown part {', '.join(unknown)} (known: {', '.join(PARTS)})")
+    main(args.quick, args.parts or PARTS)

@@ -53,3 +53,28 @@ def test_quick_assignor_benchmark_prints_ratios() -> None:
         row = by_key[("S", strategy)]
         assert re.fullmatch(r"[\d,.]+×", row["ratio"]), row
         assert row["same result"] in ("identical", "differs"), row
+
+
+@pytest.mark.slow
+def test_the_write_path_benchmark_runs_the_parts_named_only() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "benchmarks.write_path", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    done = run("--quick", "append")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        "kstore append",
+        "kstore rebuild of those 450 streams",
+    ]
+    wrong = run("--quick", "rebuild")
+    assert wrong.returncode == 2
+    assert wrong.stderr.splitlines()[-1].endswith(
+        "unknown part rebuild (known: replay, append, big)"
+    )
