@@ -27,6 +27,7 @@ from kstore.model import (
     TopicChanged,
     fold,
 )
+from kstore.store import log
 from kstore.store.log import SNAPSHOT_EVERY, ConcurrencyError, Store, _utc
 from tests.store.events_gen import T0, make_event, streams
 
@@ -121,6 +122,51 @@ class StoreContract:
         assert [d.model_dump(exclude_unset=True) for d in read] == [
             d.model_dump(exclude_unset=True) | {"assignment": {}} for d in (decided, bare)
         ]
+
+    def test_decisions_read_without_assignments_whatever_their_names(self, store: Store) -> None:
+        """The other fields are cut out of the decision's text without parsing it: member,
+        topic and field values that look like the assignment's start or end, empty lists,
+        an empty assignment, text beyond the few thousand characters looked at, none of
+        it moves the cut."""
+        tricky = ['"]},"leader":"x', "]},", "]}}", "{},", "assignment", ',"assignment":{', '\\"]}']
+        decisions = [
+            AssignmentCompleted(
+                generation=1,
+                strategy='s]},"leader":"',
+                assignment={name: [("t", i)] for i, name in enumerate(tricky)},
+                leader=']},"protocol":"eager"}',
+                protocol="cooperative",
+                client="{}}",
+                source=',"source_version":5}',
+                source_version=7,
+            ),
+            AssignmentCompleted(generation=2, strategy="range", assignment={}),
+            AssignmentCompleted(generation=3, strategy="range", assignment={}, leader="a"),
+            AssignmentCompleted(generation=4, strategy="x", assignment={"a": [], "]}": []}),
+            AssignmentCompleted(generation=5, strategy="x", assignment={"]},": []}, leader="]}"),
+            AssignmentCompleted(
+                generation=6, strategy="é", assignment={"ü": [("t", 0)]}, leader="ü"
+            ),
+            AssignmentCompleted(
+                generation=6, strategy="é", assignment={"ü": [("t", 0)]}, client="ß" * 5000
+            ),
+            AssignmentCompleted(
+                generation=7, strategy="x", assignment={"a": [("t", 0)]}, client="c" * 5000
+            ),
+        ]
+        store.append([make_event(d, i, timeline="r") for i, d in enumerate(decisions)])
+        read = [s.event.data for s in store.events(timeline="r", assignments=False)]
+        assert read == [d.model_copy(update={"assignment": {}}) for d in decisions]
+        assert [d.model_dump(exclude_unset=True) for d in read] == [
+            d.model_dump(exclude_unset=True) | {"assignment": {}} for d in decisions
+        ]
+        # Cut out of the text but the last two (their ends beyond the characters looked
+        # at), which are parsed: the cut was what the assertions above checked.
+        with duckdb.connect(str(store.path), read_only=True) as connection:
+            cut = connection.execute(
+                f"SELECT {log._FIELDS_TEXT} IS NOT NULL FROM kstore_events ORDER BY version"
+            ).fetchall()
+        assert [c for (c,) in cut] == [True] * 6 + [False] * 2
 
     def test_streams(self, store: Store) -> None:
         store.append([completed(3, {"a": [("t", 0)]}), completed(4, {"a": [("t", 0)]})])
