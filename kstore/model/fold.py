@@ -448,8 +448,12 @@ class GroupState:
                 values["owned"] = list(owned)
                 values["generation"] = latest
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (``kstore state``, snapshots): ``from_dict`` reads it back."""
+    def to_dict(self, *, tuples: bool = False) -> dict[str, Any]:
+        """JSON form (``kstore state``, snapshots): ``from_dict`` reads it back.
+        ``tuples``: the assignments' partitions left as the fold holds them (tuples),
+        for an encoder that writes a tuple as a list (a snapshot's: no list per
+        partition made first)."""
+        shares = _tuples if tuples else _shares
         stream = self.stream
         return {
             "cluster": stream.cluster if stream else None,
@@ -464,12 +468,12 @@ class GroupState:
             "members": {m: member.to_dict() for m, member in self.members.items()},
             "topics": dict(self.topics),
             "topic_racks": {t: [list(r) for r in racks] for t, racks in self.topic_racks.items()},
-            "assignment": _shares(self.assignment),
+            "assignment": shares(self.assignment),
             "held_from": dict(self.held_from),
             "previous": {
                 "generation": self.previous_generation,
                 "held_from": dict(self.previous_held_from),
-                "assignment": _shares(self.previous),
+                "assignment": shares(self.previous),
             },
             "rebalance": None
             if self.rebalance is None
@@ -517,6 +521,10 @@ class GroupState:
 
 def _shares(assignment: Mapping[str, tuple[TopicPartition, ...]]) -> dict[str, list[list[Any]]]:
     return {m: [list(tp) for tp in tps] for m, tps in assignment.items()}
+
+
+def _tuples(assignment: Mapping[str, tuple[TopicPartition, ...]]) -> dict[str, Any]:
+    return dict(assignment)
 
 
 def _read_shares(raw: dict[str, list[list[Any]]]) -> dict[str, tuple[TopicPartition, ...]]:

