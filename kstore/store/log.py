@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -411,6 +413,40 @@ def _detached(db: Any, shared: Any | None, failed: bool) -> None:
             _Kept.give_back(shared, failed)
 
 
+_STALE_WAL = re.compile(r"File checkpoint iteration: (\d+), WAL checkpoint iteration: (\d+)")
+
+
+def _set_aside_stale_wal(path: Path, exc: BaseException) -> bool:
+    """Move aside a write-ahead log the file's last checkpoint has already stored; whether
+    the file may be opened again.
+
+    A commit writes its changes to the log (``<store>.wal``), checkpoints them into the
+    file (whose checkpoint iteration goes up by one) and then removes the log. A process
+    killed between the last two leaves a log one iteration behind the file, every change
+    of it in the file already; DuckDB (1.5.6 and 2.0.1) then refuses to open the file at
+    all ("the WAL checkpoint iteration does not match"), so one kill left the whole store
+    unreadable. Called under the store's lock, so no kstore writer is mid-commit; the log
+    is kept beside the file (``<store>.wal.checkpointed-<time>``), not deleted."""
+    found = _STALE_WAL.search(str(exc))
+    if found is None or int(found[2]) + 1 != int(found[1]):
+        return False
+    wal = path.with_name(path.name + ".wal")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    aside = path.with_name(f"{path.name}.wal.checkpointed-{stamp}")
+    try:
+        wal.rename(aside)
+    except FileNotFoundError:
+        return True  # another reader of the store moved it first
+    except OSError:
+        return False
+    print(
+        f"kstore: note: {path}: its write-ahead log was already checkpointed into the file "
+        f"(a process stopped between the two); kept as {aside.name}",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _database_error(exc: BaseException) -> bool:
     """DuckDB's error, raised directly or wrapped by SQLAlchemy (migrations)."""
     return isinstance(exc, duckdb.Error) or isinstance(getattr(exc, "orig", None), duckdb.Error)
@@ -675,10 +711,15 @@ class Store:
     def _connect(self, opener: Callable[[], _T]) -> _T:
         # Another program (not kstore) may hold DuckDB's own lock: wait for it too.
         deadline = time.monotonic() + lock_timeout()
+        set_aside = False
         while True:
             try:
                 return opener()
             except Exception as exc:
+                if not set_aside and _database_error(exc):
+                    set_aside = _set_aside_stale_wal(self.path, exc)
+                    if set_aside:
+                        continue
                 if not (_database_error(exc) and busy_elsewhere(exc)):
                     raise
                 if time.monotonic() >= deadline:

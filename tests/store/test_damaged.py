@@ -123,3 +123,49 @@ def test_a_file_that_is_not_duckdbs_is_not_a_store(
     assert path.read_text() == text
     if text:  # known before the lock is taken: no lock files beside it either
         assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_a_log_killed_after_its_checkpoint_is_set_aside_not_a_damaged_store(
+    tmp_path: Path,
+) -> None:
+    """A commit's write-ahead log is removed after its checkpoint; a process killed
+    between the two (the clean-clone CI's SIGKILL test did it) left a log one checkpoint
+    behind the file, which DuckDB refuses to open the file with: the whole store read as
+    damaged. The log's changes are in the file, so kstore moves it aside (kept), says so,
+    and reads the store whole."""
+    path = tmp_path / "kstore.duckdb"
+    store = Store(path)
+    store.init()
+    events = [
+        Event(
+            group="g",
+            at=T0 + timedelta(seconds=i),
+            data=MemberJoined(member_id=f"m{i}", topics=["t"]),
+        )
+        for i in range(5)
+    ]
+    store.append(events)
+    # The state such a kill leaves, made by hand: a change committed into the log only,
+    # the log copied, then checkpointed into the file (which removes the log), and the
+    # copy put back.
+    db = duckdb.connect(config={"checkpoint_threshold": "1GB"})
+    db.execute(f"ATTACH '{path}' AS k (STORAGE_VERSION 'v1.5.0')")  # as kstore's
+    db.execute("CREATE TABLE k.scratch AS SELECT 42 AS x")
+    wal = path.with_name(path.name + ".wal")
+    kept = wal.read_bytes()
+    db.execute("CHECKPOINT k")
+    db.close()
+    assert not wal.exists()
+    wal.write_bytes(kept)
+
+    done = _kstore(path, "events", "--format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == len(events)
+    assert done.stderr.startswith(f"kstore: note: {path}: its write-ahead log was already")
+    aside = list(tmp_path.glob("kstore.duckdb.wal.checkpointed-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == kept and not wal.exists()
+    # Its change was in the file: nothing of it lost.
+    assert duckdb.connect(str(path), read_only=True).sql("SELECT x FROM scratch").fetchall() == [
+        (42,)
+    ]
+    assert _kstore(path, "events").stderr == ""  # said once
