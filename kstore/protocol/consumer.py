@@ -28,7 +28,7 @@ drives the run's ownership numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -46,6 +46,7 @@ from kstore.model.events import (
     SubscriptionChanged,
 )
 from kstore.model.fold import GroupState
+from kstore.protocol.clock import Due
 from kstore.protocol.group import Client, GroupSim
 from kstore.protocol.settings import ProtocolSettings
 
@@ -124,19 +125,48 @@ class ConsumerGroupSim(GroupSim):
         # Every member's next heartbeat, as one batch: run after run of them is one step.
         # ``next_tick`` inline: a phase is less than the interval, so the first tick at or
         # after ``after`` is ``after`` plus the phase's distance from it, modulo the interval.
+        # Numbered and made pending keys in the same pass (``schedule_made``, as the
+        # classic protocol's rejoins): every member at every epoch bump.
         after, interval, clients = self.now + 1, self.heartbeat_interval(), self.member_clients
-        self.queue.schedule_each(
-            [
-                (after + (c.phase - after) % interval, c.heartbeat_key, (c, c.life))
-                for c in map(clients.get, self.state.members)
-                if c is not None
-            ],
-            self._heartbeats,
-        )
+        seq, live = self.queue.numbering()
+        items: list[tuple[int, int, str, tuple[Client, int]]] = []
+        append = items.append
+        for c in map(clients.get, self.state.members):
+            if c is not None:
+                seq += 1
+                key = c.heartbeat_key
+                live[key] = seq
+                append((after + (c.phase - after) % interval, seq, key, (c, c.life)))
+        self.queue.schedule_made(items, seq, self._heartbeats)
 
-    def _heartbeats(self, due: Iterable[tuple[Client, int]]) -> None:
-        for client, life in due:
-            self._heartbeat(client, life)
+    def _heartbeats(self, due: Due[tuple[Client, int]]) -> None:
+        """Each member's heartbeat after an epoch bump, at its own time: in one pass over
+        the due ones (each consumed as it goes: ``Due.each``, as the classic join
+        phase), each in turn that only goes on (a stable member at this epoch, or whose
+        new target is what it was given: its session refreshed, its epoch moved up, as
+        ``_heartbeat``), up to one that does more (``_heartbeat``, which may schedule),
+        from which on the rest come one at a time."""
+        state, epochs = self.state, self.epochs
+        members, assignment, epoch = state.members, state.assignment, state.generation or 0
+        live = self.queue.numbering()[1]
+        for i, at, beat in due.each():
+            client, life = beat
+            if client.life != life or not client.alive or at < client.cut_until:
+                continue
+            member_id = client.member_id
+            if (
+                member_id is None
+                or member_id not in members
+                or (member := epochs[member_id]).state != STABLE
+                or (member.epoch != epoch and assignment.get(member_id, ()) != member.given)
+            ):
+                due.consumed(i + 1, at)
+                self._heartbeat(client, life)
+                for client, life in due:
+                    self._heartbeat(client, life)
+                return
+            live.pop(f"expire:{member_id}", None)  # the session goes on (``queue.cancel``)
+            member.epoch = epoch
 
     # --- heartbeats --------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ import random
 import pytest
 
 from kstore.protocol.group import GroupSim, MemberSpec
-from kstore.simulate import run_scenario
 from kstore.simulate.scenario import Scenario
+from tests.simulate._outcome import Outcome, outcome
 
 
 def _scenario(seed: int) -> Scenario:
@@ -66,12 +66,8 @@ def _scenario(seed: int) -> Scenario:
     )
 
 
-def _run(scenario: Scenario, seed: int) -> tuple[list[dict[str, object]], list[str], int, int, int]:
-    result = run_scenario(scenario, store=None, timeline="sim/scale", seed=seed)
-    sim = result.sim
-    events = [event.to_dict() for event in sim.emitted]
-    ledger = sim.ledger
-    return events, sim.refused, ledger.unowned_ms, ledger.longest_unowned_ms, ledger.moves
+def _run(scenario: Scenario, seed: int) -> Outcome:
+    return outcome(scenario, seed, "sim/scale")
 
 
 @pytest.mark.parametrize("seed", range(80))
