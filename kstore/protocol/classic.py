@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import islice
 from typing import Literal
 
 from kstore._java import HashSetOrder, hash_order, string_hash
@@ -462,15 +463,18 @@ class ClassicGroupSim(GroupSim):
         members, awaiting = self.state.members, self.awaiting
         completes = self.previous_phase != EMPTY  # ``_maybe_complete``
         left = len(members) - len(awaiting)
-        release = self.ledger.release_all if self.protocol_name == "eager" else None
+        # An eager member lets go of all it holds (``OwnershipLedger.release_all``
+        # inline: one call less per member and rebalance).
+        holds = self.ledger.live.pop if self.protocol_name == "eager" else None
         items, pos, stop, live = due.window()
         take = live.pop
         last = None
-        for i in range(pos, stop):
-            at, seq, key, rejoin = items[i]
+        for i, (at, seq, key, rejoin) in enumerate(islice(items, pos, stop), pos):
             # One dictionary operation for the common case (the key pending with this
             # number: consumed); a stale one (its timer reset or cancelled) is skipped, a
             # later number taken out by mistake put back (nothing reads the keys' order).
+            # ``Due.each``'s loop, written out: its generator would cost 2% of an eager
+            # run's instructions (909 M against 890 M, steady-churn 100 x 300).
             pending = take(key, None)
             if pending != seq:
                 if pending is not None:
@@ -490,8 +494,8 @@ class ClassicGroupSim(GroupSim):
                 due.consumed(i + 1, at)
                 return rejoin
             awaiting.add(member_id)
-            if release is not None:
-                release(member_id, at)
+            if holds is not None and (hold := holds(member_id, None)) is not None:
+                hold[1] = at
         due.consumed(stop, last)
         return None
 
