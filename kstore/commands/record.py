@@ -126,6 +126,8 @@ def record_offsets(
     require("kafka")
     from kstore.record.tail import KafkaTopicSource, OffsetsTailer
 
+    store.check()  # before the broker is asked: no store, nothing to record
+
     if start not in ("beginning", "now"):
         raise UsageError(f"--from: beginning or now, not {start!r}")
     selected = _groups(groups, all_groups)
@@ -178,6 +180,8 @@ def poll_groups(
 
     seconds = parse_interval(interval)
     selected = _groups(groups, all_groups)
+    store = Store(store_path)
+    store.check()  # before the broker is asked: no store, nothing to record
     settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
@@ -190,7 +194,7 @@ def poll_groups(
         first = _first_answer(settings)
         log.info("polling every %g s (%s)", seconds, settings.describe())
         poller = Poller(
-            Store(store_path),
+            store,
             None,
             cluster=cluster,
             groups=selected,

@@ -247,3 +247,24 @@ def test_a_refused_login_is_one_line_exit_2_not_a_broker_down(
     assert "SASL authentication error" in line
     assert "retry 1" not in done.stderr and secret not in done.stderr + done.stdout
     assert took < 15
+
+
+@pytest.mark.parametrize("recorder", [["offsets", "--all-groups"], ["poll", "--all-groups"]])
+def test_a_missing_store_is_said_as_such_before_the_broker_is_asked(
+    broker: Broker, tmp_path: Path, recorder: list[str]
+) -> None:
+    """No store at --store: the store's own line (create it with init), before any
+    polling or tailing starts. It came as a client 'configuration' failure (check -X
+    and --command-config) after the 'polling every' line, and only once there was an
+    event to store: with no group to record, the recorder ran on storing nothing."""
+    missing = Store(tmp_path / "none.duckdb")
+    command = [*kstore(missing, *recorder), "--bootstrap-server", broker.bootstrap]
+    done, took = run(command, timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert error_lines(done.stderr) == [
+        f"kstore: error: {missing.path}: no store here; create it with "
+        f"`kstore --store {missing.path} init`"
+    ]
+    assert "polling every" not in done.stderr and "tailing" not in done.stderr
+    assert not missing.path.exists()
+    assert took < 10
