@@ -848,7 +848,10 @@ def main() -> None:
     except KstoreError as exc:
         _fail(str(exc), exc.exit_code)
     except TyperException as exc:  # usage errors: unknown option, bad value ...
-        _fail(exc.format_message().replace("\n", " "), 2)
+        said = exc.format_message().replace("\n", " ")
+        if name == "query" and type(exc).__name__ == "NoSuchOption":  # --topic for --param
+            said += "; a query's parameters are given as --param NAME=VALUE (kstore query --list)"
+        _fail(said, 2)
     except Exception as exc:
         if (hint := missing_extra(exc)) is not None:
             _fail(hint, 2)

@@ -118,7 +118,9 @@ def check_query(name: str, params: Mapping[str, Any]) -> Query:
         )
     missing = [p for p in query.required if params.get(p) is None]
     if missing:
-        raise UsageError(f"query {name}: parameter {missing[0]!r} is required")
+        raise UsageError(
+            f"query {name}: parameter {missing[0]!r} is required (--param {missing[0]}=VALUE)"
+        )
     return query
 
 

@@ -214,3 +214,27 @@ def test_a_param_given_twice_is_an_error(filled: Path, second: str) -> None:
     assert out.stderr == (
         f"kstore: error: --param window given twice ('hour', '{second}'): give it once\n"
     )
+
+
+def test_a_query_parameter_missing_or_given_as_an_option_says_how_to_give_it(
+    filled: Path,
+) -> None:
+    """A user trial: ``kstore query key_owner --group g`` said only "parameter 'topic' is
+    required", and ``--at ...`` (as a Kafka tool takes it) "No such option: --at
+    (Possible options: --format, --list)": neither said that parameters go as --param."""
+    missing = _kstore(filled, "query", "key_owner", "--group", "g")
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        "kstore: error: query key_owner: parameter 'topic' is required (--param topic=VALUE)\n",
+    )
+    as_option = _kstore(filled, "query", "key_owner", "--at", "2026-11-21T10:00:00Z")
+    assert as_option.returncode == 2
+    assert as_option.stderr.startswith("kstore: error: No such option: --at")
+    assert as_option.stderr.endswith(
+        "; a query's parameters are given as --param NAME=VALUE (kstore query --list)\n"
+    )
+    assert len(as_option.stderr.splitlines()) == 1
+    # Another command's unknown option keeps Click's line alone.
+    other = _kstore(filled, "events", "--grup", "g")
+    assert other.stderr == "kstore: error: No such option: --grup (Possible options: --group)\n"
+
