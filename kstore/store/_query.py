@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from kstore._errors import KstoreError, UsageError
+from kstore._errors import KstoreError, UsageError, did_you_mean, nearest
 from kstore.model.strategies import known_protocol
 from kstore.partitioner import partition_for_key
 from kstore.store._lock import corruption
@@ -112,6 +112,28 @@ def _read_hint(said: str, reads: Readable) -> str:
     return "name the files a query may read with --read PATH"
 
 
+_MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
+
+
+def _table_hint(db: Any, said: str) -> str:
+    """After DuckDB's "Table with name X does not exist": the store's tables and views
+    nearest X (DuckDB's own guess, cut with its other lines, may be a system view)."""
+    found = _MISSING_TABLE.search(said)
+    if found is None:
+        return ""
+    known = [
+        row[0]
+        for row in db.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT internal "
+            "UNION SELECT view_name FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()
+    ]
+    near = nearest(found[1], known)
+    return (
+        f"; {did_you_mean(near)} (SHOW TABLES lists them)" if near else " (SHOW TABLES lists them)"
+    )
+
+
 def run_sandboxed(
     db: Any,
     sql: str,
@@ -156,6 +178,9 @@ def run_sandboxed(
     except duckdb.PermissionException as exc:
         said = _first_line(exc)
         raise UsageError(f"SQL: {said} ({_read_hint(said, reads)})") from None
+    except duckdb.CatalogException as exc:
+        said = _first_line(exc)
+        raise UsageError(f"SQL: {said}{_table_hint(db, said)}") from None
     except _USER_ERRORS as exc:
         raise UsageError(f"SQL: {_first_line(exc)}") from None
     except duckdb.Error as exc:

@@ -238,3 +238,14 @@ def test_a_query_parameter_missing_or_given_as_an_option_says_how_to_give_it(
     other = _kstore(filled, "events", "--grup", "g")
     assert other.stderr == "kstore: error: No such option: --grup (Possible options: --group)\n"
 
+
+def test_sql_on_a_table_the_store_lacks_names_the_nearest_of_its_tables(filled: Path) -> None:
+    """A user trial: ``kstore sql "SELECT count(*) FROM events"`` said only "Table with
+    name events does not exist!" (DuckDB's "Did you mean" line was cut, and it named
+    pg_views); the store's tables are kstore_*."""
+    bad = _kstore(filled, "sql", "SELECT count(*) FROM events")
+    assert (bad.returncode, bad.stderr) == (
+        2,
+        "kstore: error: SQL: Catalog Error: Table with name events does not exist!; "
+        "did you mean kstore_events? (SHOW TABLES lists them)\n",
+    )
