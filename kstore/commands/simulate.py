@@ -34,6 +34,7 @@ from kstore.simulate import (
     run_scenario,
     summarise,
 )
+from kstore.simulate.generate import check_kind
 from kstore.store.log import Store
 
 __all__ = ["simulate"]
@@ -47,7 +48,14 @@ def _scenario(
     seed: int,
     protocol: str | None,
 ) -> Scenario:
-    if (file is None) == (kind is None):
+    if kind is not None:
+        # First: `--generate --strategy X` takes --strategy as the kind, X as the file.
+        check_kind(kind)
+    if file is None and kind is None:
+        raise UsageError(
+            "give a SCENARIO file (or an example's name: kstore examples) or --generate KIND"
+        )
+    if file is not None and kind is not None:
         raise UsageError("give a SCENARIO file or --generate KIND, not both")
     if kind is not None:
         return generate(kind, members=members, steps=steps, seed=seed)

@@ -10,7 +10,7 @@ from kstore._limits import MAX_MEMBER_STEPS, MAX_MEMBERS, MAX_STEPS
 from kstore.model.strategies import Protocol
 from kstore.simulate.scenario import Scenario
 
-__all__ = ["KINDS", "generate"]
+__all__ = ["KINDS", "check_kind", "generate"]
 
 KINDS = ("steady-churn", "autoscaling", "flapping-member", "rolling-deploy")
 
@@ -19,6 +19,12 @@ _GAP_MS = 20_000
 
 def _name(i: int) -> str:
     return f"c-{i:03d}"
+
+
+def check_kind(kind: str) -> None:
+    """Refuse a ``--generate`` KIND that is none of ``KINDS``."""
+    if kind not in KINDS:
+        raise UsageError(f"--generate: unknown kind {kind!r} (known: {', '.join(KINDS)})")
 
 
 def generate(
@@ -33,8 +39,7 @@ def generate(
     - ``flapping-member``: one member is cut off, slowed and restarted over and over;
     - ``rolling-deploy``: members restart one after the other, round after round.
     """
-    if kind not in KINDS:
-        raise UsageError(f"--generate: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    check_kind(kind)
     # Each named alone: "--members must be at least 1 and --steps at least 0" for
     # --members -5 sent the user looking at a --steps they had not given.
     if members < 1:

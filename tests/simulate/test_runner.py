@@ -208,6 +208,31 @@ def test_cli_simulate_generated(tmp_path: Path) -> None:
     assert bad.exit_code != 0
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        # --generate with no kind took the next option as its kind, the option's value
+        # as the scenario file: "give a SCENARIO file or --generate KIND, not both"
+        (
+            ["--generate", "--strategy", "cooperative-sticky"],
+            "--generate: unknown kind '--strategy' (known: steady-churn, autoscaling, "
+            "flapping-member, rolling-deploy)",
+        ),
+        # neither: it said "not both" too
+        ([], "give a SCENARIO file (or an example's name: kstore examples) or --generate KIND"),
+        (
+            ["rolling-deploy-30", "--generate", "steady-churn"],
+            "give a SCENARIO file or --generate KIND, not both",
+        ),
+    ],
+)
+def test_cli_simulate_says_which_of_scenario_and_kind_is_wrong(
+    tmp_path: Path, given: list[str], said: str
+) -> None:
+    done = kstore_cli(tmp_path / "k.duckdb", "simulate", *given, timeout=60)
+    assert (done.returncode, done.stderr) == (2, f"kstore: error: {said}\n")
+
+
 class _CountingStore(MemoryStore):
     """A store that remembers the size of each append."""
 
