@@ -930,17 +930,19 @@ def write_fleet(
     out: Path,
     pages: bool = True,
     progress: Callable[[int, int], None] | None = None,
-) -> int:
+) -> tuple[int, list[str]]:
     """``out``/index.html ranks every group (its source timeline: ``recorded``, else
     its one timeline that is no replay, as ``kstore replay`` starts from) by churn,
     storms and imbalance, linking to each group's report (written beside it when
     ``pages``; ``progress(reports written, groups)`` after each). No group with a
-    source timeline is an error, not a page ranking none."""
+    source timeline is an error, not a page ranking none. Returns the number of groups
+    ranked and the groups left out (``CLUSTER/GROUP``: no source timeline)."""
     import plotly.graph_objects as go
 
     replayed = replays(store)
     sourced = source_timelines(store, replayed)
     sources = {key: name for key, name in sourced.items() if name is not None}
+    left_out = [f"{c}/{g}" for (c, g), name in sourced.items() if name is None]
     if not sources:
         raise UsageError(
             "--fleet: no group to rank: "
@@ -1018,7 +1020,7 @@ def write_fleet(
         *(
             f"<p class='partial'>not ranked: {html.escape(left)} (no 'recorded' timeline, "
             "and more than one that is no replay)</p>"
-            for left in [", ".join(f"{c}/{g}" for (c, g), n in sourced.items() if n is None)]
+            for left in [", ".join(left_out)]
             if left
         ),
         _plot("fleet"),
@@ -1030,4 +1032,4 @@ def write_fleet(
         + "</tbody></table>",
     ]
     write_text(out / "index.html", _page("kstore fleet", sections, [("fleet", figure)]))
-    return len(rows)
+    return len(rows), left_out

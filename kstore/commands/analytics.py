@@ -287,8 +287,18 @@ def report(
         if to_stdout:
             raise UsageError("--out -: --fleet writes a folder of pages; give a folder")
         with counting(f"report {out}", "groups") as progress:
-            groups = write_fleet(store, out, progress=progress)
-        print(f"wrote {out / 'index.html'} ranking {groups:,} groups, and their reports beside it")
+            groups, left_out = write_fleet(store, out, progress=progress)
+        theirs = "its report" if groups == 1 else "their reports"
+        print(
+            f"wrote {out / 'index.html'} ranking {counted(groups, 'group')}, and {theirs} "
+            "beside it"
+            + (
+                f"; not ranked: {', '.join(left_out)} (no 'recorded' timeline, and more than "
+                "one that is no replay: kstore report --group G)"
+                if left_out
+                else ""
+            )
+        )
         return
     check_out_file(given)
     cluster, names = _timelines(store, group, cluster, timelines)

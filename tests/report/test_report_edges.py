@@ -57,6 +57,21 @@ def test_the_fleet_ranks_simulated_groups_by_their_source_timeline(
     ]
 
 
+def test_the_fleet_line_names_the_groups_it_left_unranked(tmp_path: Path) -> None:
+    """A user trial: a store of three groups said "ranking 1 groups" and nothing of the
+    two it left out (each with two timelines and no 'recorded'); only the page said."""
+    store = tmp_path / "kstore.duckdb"
+    ok(store, "simulate", str(EXAMPLES / "static-restart.yaml"))
+    for name in ("sim/a", "sim/b"):
+        ok(store, "simulate", str(EXAMPLES / "flapping-member.yaml"), "--timeline", name)
+    said = ok(store, "report", "--fleet", "--out", str(tmp_path / "fleet"))
+    assert said == (
+        f"wrote {tmp_path / 'fleet' / 'index.html'} ranking 1 group, and its report beside "
+        "it; not ranked: default/flapping-member (no 'recorded' timeline, and more than one "
+        "that is no replay: kstore report --group G)\n"
+    )
+
+
 def test_a_fleet_without_a_source_timeline_is_an_error(tmp_path: Path) -> None:
     store = tmp_path / "kstore.duckdb"
     ok(store, "init")
