@@ -126,8 +126,6 @@ def record_offsets(
     require("kafka")
     from kstore.record.tail import KafkaTopicSource, OffsetsTailer
 
-    store.check()  # before the broker is asked: no store, nothing to record
-
     if start not in ("beginning", "now"):
         raise UsageError(f"--from: beginning or now, not {start!r}")
     selected = _groups(groups, all_groups)
@@ -135,6 +133,7 @@ def record_offsets(
     with settings.scrubbed_errors(), _running(settings) as stop:
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
         first = _first_answer(settings)
+        store.check()  # after the settings' own checks, before the broker is asked
         log.info("tailing %s (%s)", topic, settings.describe())
         tailer = OffsetsTailer(
             store,
@@ -181,7 +180,6 @@ def poll_groups(
     seconds = parse_interval(interval)
     selected = _groups(groups, all_groups)
     store = Store(store_path)
-    store.check()  # before the broker is asked: no store, nothing to record
     settings = load_settings(config, bootstrap_servers, overrides=overrides)
     with settings.scrubbed_errors(), _running(settings) as stop:
         settings.bootstrap_servers  # noqa: B018 - a clear error before anything starts
@@ -192,6 +190,7 @@ def poll_groups(
         except UsageError as exc:  # said as the poll's own refusal said it
             raise UsageError(ClientFailure(CONFIGURATION, str(exc)).line()) from None
         first = _first_answer(settings)
+        store.check()  # after the settings' own checks, before the broker is asked
         log.info("polling every %g s (%s)", seconds, settings.describe())
         poller = Poller(
             store,

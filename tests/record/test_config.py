@@ -301,6 +301,7 @@ def test_a_bad_bootstrap_address_ends_the_recorder_in_one_line(
 def test_the_recorders_log_lines_are_timed_in_iso_8601_utc(tmp_path: Path) -> None:
     """They were local times as Python's logging writes them, ``2026-11-27 17:25:08,627``."""
     base = [sys.executable, "-m", "kstore.cli", "--store", str(tmp_path / "s.duckdb")]
+    subprocess.run([*base, "init"], check=True, capture_output=True)  # else refused at once
     poll = [*base, "record", "poll", "-b", f"127.0.0.1:{free_port()}", "--all-groups"]
     before = datetime.now(UTC)
     with subprocess.Popen(
