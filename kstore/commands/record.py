@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kstore._errors import UsageError
 from kstore._extras import require
+from kstore._text import counted
 from kstore.commands._stop import stop_requested
 from kstore.record._failures import CONFIGURATION, ClientFailure, FirstAnswer
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
@@ -155,8 +156,9 @@ def record_offsets(
         finally:  # the summary, also when the broker stayed away (then exit 1)
             stats = tailer.stats
             print(
-                f"{stats.records:,} records, {stats.events:,} events ({stats.stored:,} new), "
-                f"{stats.bad:,} bad records skipped, {stats.retries:,} retries"
+                f"{counted(stats.records, 'record')}, {counted(stats.events, 'event')} "
+                f"({stats.stored:,} new), {counted(stats.bad, 'bad record')} skipped, "
+                f"{counted(stats.retries, 'retry', 'retries')}"
             )
 
 
@@ -204,8 +206,8 @@ def poll_groups(
         finally:  # the summary, also when the broker stayed away (then exit 1)
             poller.close()
             print(
-                f"{poller.polls:,} polls, {poller.stored:,} events stored, "
-                f"{poller.retries:,} retries"
+                f"{counted(poller.polls, 'poll')}, {counted(poller.stored, 'event')} stored, "
+                f"{counted(poller.retries, 'retry', 'retries')}"
             )
 
 

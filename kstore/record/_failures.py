@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kstore._errors import KstoreError, UsageError
+from kstore._text import counted
 
 __all__ = [
     "AUTHENTICATION",
@@ -302,7 +303,8 @@ class Retries:
         self._last = failure
         if 0 <= self.max_retries <= self._in_a_row:
             raise GaveUp(
-                f"{what}: gave up after {self._in_a_row} retries (--max-retries "
+                f"{what}: gave up after {counted(self._in_a_row, 'retry', 'retries')} "
+                "(--max-retries "
                 f"{self.max_retries}): {failure.line()}"
             )
         left = self.remaining()

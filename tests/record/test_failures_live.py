@@ -94,8 +94,8 @@ def _assert_given_up(done: subprocess.CompletedProcess[str]) -> None:
     retries = [line for line in done.stderr.splitlines() if "retry 1 of 1" in line]
     assert len(retries) == 1 and "broker unavailable" in retries[0]
     (line,) = error_lines(done.stderr)
-    assert "gave up after 1 retries (--max-retries 1): broker unavailable" in line
-    assert "1 retries" in done.stdout.splitlines()[-1]  # the summary
+    assert "gave up after 1 retry (--max-retries 1): broker unavailable" in line
+    assert "1 retry" in done.stdout.splitlines()[-1]  # the summary ("1 retries" before)
 
 
 def test_a_first_poll_that_reaches_no_broker_is_one_line_exit_1_within_its_bound(

@@ -71,18 +71,23 @@ def two_members(broker: Broker) -> Iterator[list[str]]:
             thread.join(timeout=15)
 
 
-def test_the_poller_records_membership_only_on_a_broker_without_assignments(
-    broker: Broker, store: Store, two_members: list[str]
-) -> None:
+def _poll(broker: Broker, store: Store, group: str, polls: int) -> subprocess.CompletedProcess[str]:
+    """``kstore record poll`` of ``group``, every 0.3 s, ``polls`` times."""
     command = [sys.executable, "-m", "kstore.cli", "--store", str(store.path), "record"]
-    command += ["poll", "--bootstrap-server", broker.bootstrap, "--group", "polled"]
-    done = subprocess.run(
-        [*command, "--interval", "0.3s", "--polls", "8"],
+    command += ["poll", "--bootstrap-server", broker.bootstrap, "--group", group]
+    return subprocess.run(
+        [*command, "--interval", "0.3s", "--polls", str(polls)],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+
+
+def test_the_poller_records_membership_only_on_a_broker_without_assignments(
+    broker: Broker, store: Store, two_members: list[str]
+) -> None:
+    done = _poll(broker, store, "polled", polls=8)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("8 polls, ")
     said = [line for line in done.stderr.splitlines() if "membership only" in line]
@@ -94,11 +99,18 @@ def test_the_poller_records_membership_only_on_a_broker_without_assignments(
     assert set(two_members) <= joined
     assert store.checkpoint(visibility_key("default", "polled"))["sees"] == "membership"
     # Metrics have no row that says the group held nothing.
+    kstore = [sys.executable, "-m", "kstore.cli", "--store", str(store.path)]
     metrics = subprocess.run(
-        [*command[:5], "query", "metrics", "--group", "polled", "--format", "json"],
+        [*kstore, "query", "metrics", "--group", "polled", "--format", "json"],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert metrics.returncode in (0, 2), metrics.stderr
     assert metrics.returncode == 2 or json.loads(metrics.stdout) == []
+
+
+def test_the_poller_summary_counts_in_words(broker: Broker, store: Store) -> None:
+    """A user's trial: one answered poll ended '1 polls, 0 events stored, 0 retries'."""
+    done = _poll(broker, store, "nobody", polls=1)
+    assert (done.returncode, done.stdout) == (0, "1 poll, 0 events stored, 0 retries\n")
