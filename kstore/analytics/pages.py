@@ -925,24 +925,37 @@ def _slug(cluster: str, group: str) -> str:
     return f"{text[:80]}-{digest}.html"
 
 
+NO_SOURCE = "no 'recorded' timeline, and more than one that is no replay"
+NO_REBALANCE = "no rebalance in its source timeline"
+
+
+def unranked(left_out: dict[str, list[str]]) -> str:
+    """The groups a fleet left out, by why: ``a, b (why); c (why)`` ('' when none)."""
+    return "; ".join(f"{', '.join(names)} ({why})" for why, names in left_out.items() if names)
+
+
 def write_fleet(
     store: Store,
     out: Path,
     pages: bool = True,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[int, list[str]]:
+) -> tuple[int, dict[str, list[str]]]:
     """``out``/index.html ranks every group (its source timeline: ``recorded``, else
     its one timeline that is no replay, as ``kstore replay`` starts from) by churn,
     storms and imbalance, linking to each group's report (written beside it when
     ``pages``; ``progress(reports written, groups)`` after each). No group with a
-    source timeline is an error, not a page ranking none. Returns the number of groups
-    ranked and the groups left out (``CLUSTER/GROUP``: no source timeline)."""
+    source timeline (or none with a rebalance in it) is an error, not a page ranking none.
+    Returns the number of groups ranked and the groups left out (``CLUSTER/GROUP``), by
+    why (``NO_SOURCE``, ``NO_REBALANCE``: a group that only came and went has no report)."""
     import plotly.graph_objects as go
 
     replayed = replays(store)
     sourced = source_timelines(store, replayed)
     sources = {key: name for key, name in sourced.items() if name is not None}
-    left_out = [f"{c}/{g}" for (c, g), name in sourced.items() if name is None]
+    left_out = {
+        NO_SOURCE: [f"{c}/{g}" for (c, g), name in sourced.items() if name is None],
+        NO_REBALANCE: [],
+    }
     if not sources:
         raise UsageError(
             "--fleet: no group to rank: "
@@ -953,10 +966,6 @@ def write_fleet(
                 f"({len(sourced):,} groups)"
             )
         )
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write: {exc.strerror}") from None
     stats: dict[tuple[str, str], dict[str, Any]] = {
         (cluster, group): {"cluster": cluster, "group": group, "timeline": timeline,
                            "rebalances": 0, "churn": 0, "storm_rebalances": 0,
@@ -982,6 +991,16 @@ def write_fleet(
         row["replays"] = f"{len(found)}" + (f", {cut} partial" if cut else "")
         values = row.pop("imbalances")
         row["imbalance"] = sum(values) / len(values) if values else None
+    for key, row in list(stats.items()):
+        if not row["rebalances"]:  # its report would be refused: nothing to show
+            left_out[NO_REBALANCE].append(f"{key[0]}/{key[1]}")
+            del stats[key]
+    if not stats:
+        raise UsageError(f"--fleet: no group to rank: {unranked(left_out)}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write: {exc.strerror}") from None
     ranked = sorted(
         stats.values(),
         key=lambda r: (-r["churn"], -r["storm_rebalances"], -(r["imbalance"] or 0), r["cluster"],
@@ -1018,9 +1037,8 @@ def write_fleet(
         "its one timeline that is no replay); ranked by churn, then storm rebalances, then "
         "average imbalance</p>",
         *(
-            f"<p class='partial'>not ranked: {html.escape(left)} (no 'recorded' timeline, "
-            "and more than one that is no replay)</p>"
-            for left in [", ".join(left_out)]
+            f"<p class='partial'>not ranked: {html.escape(left)}</p>"
+            for left in [unranked(left_out)]
             if left
         ),
         _plot("fleet"),

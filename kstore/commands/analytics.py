@@ -274,7 +274,7 @@ def report(
     source: str | None = None,
     fleet: bool = False,
 ) -> None:
-    from kstore.analytics.pages import write_fleet, write_report
+    from kstore.analytics.pages import unranked, write_fleet, write_report
 
     given, out = out, Path(out)
     store = Store(path)
@@ -289,15 +289,10 @@ def report(
         with counting(f"report {out}", "groups") as progress:
             groups, left_out = write_fleet(store, out, progress=progress)
         theirs = "its report" if groups == 1 else "their reports"
+        left = unranked(left_out)
         print(
             f"wrote {out / 'index.html'} ranking {counted(groups, 'group')}, and {theirs} "
-            "beside it"
-            + (
-                f"; not ranked: {', '.join(left_out)} (no 'recorded' timeline, and more than "
-                "one that is no replay: kstore report --group G)"
-                if left_out
-                else ""
-            )
+            "beside it" + (f"; not ranked: {left}" if left else "")
         )
         return
     check_out_file(given)

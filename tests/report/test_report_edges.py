@@ -3,6 +3,7 @@ folder, a simulated group's source among its replays, many timelines on one page
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -64,12 +65,21 @@ def test_the_fleet_line_names_the_groups_it_left_unranked(tmp_path: Path) -> Non
     ok(store, "simulate", str(EXAMPLES / "static-restart.yaml"))
     for name in ("sim/a", "sim/b"):
         ok(store, "simulate", str(EXAMPLES / "flapping-member.yaml"), "--timeline", name)
+    # A group that only came and went (a member joined; no rebalance yet, as a poller
+    # records on a broker that describes no assignments): its report is refused, and
+    # the whole fleet failed on it ("timeline 'recorded' of default/g has no rebalance").
+    joined = {"type": "MemberJoined", "group": "g", "at": "2026-01-01T00:00:00Z"}
+    joined["data"] = {"member_id": "m1", "topics": ["t"]}
+    (tmp_path / "joined.jsonl").write_text(json.dumps(joined) + "\n")
+    ok(store, "append", str(tmp_path / "joined.jsonl"))
     said = ok(store, "report", "--fleet", "--out", str(tmp_path / "fleet"))
     assert said == (
         f"wrote {tmp_path / 'fleet' / 'index.html'} ranking 1 group, and its report beside "
         "it; not ranked: default/flapping-member (no 'recorded' timeline, and more than one "
-        "that is no replay: kstore report --group G)\n"
+        "that is no replay); default/g (no rebalance in its source timeline)\n"
     )
+    index = (tmp_path / "fleet" / "index.html").read_text()
+    assert "default/g (no rebalance in its source timeline)" in index
 
 
 def test_a_fleet_without_a_source_timeline_is_an_error(tmp_path: Path) -> None:
