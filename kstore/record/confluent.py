@@ -67,6 +67,7 @@ from kstore.model.events import (
     TopicChanged,
 )
 from kstore.model.strategies import protocol_of
+from kstore.record._clock import recorded_now
 from kstore.record._rdkafka_log import FACILITIES, LeaderLog
 from kstore.store.writer import stamp
 
@@ -412,7 +413,7 @@ class _Callback:
 
 
 def _now() -> float:
-    return datetime.now(UTC).timestamp()
+    return recorded_now().timestamp()
 
 
 def librdkafka_client() -> str:

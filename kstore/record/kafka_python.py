@@ -34,7 +34,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ import kstore
 from kstore.assignors import AssignmentRequest, MemberSubscription, assign, strategies
 from kstore.model.events import StreamId
 from kstore.model.strategies import protocol_of, unknown_strategy
+from kstore.record._clock import recorded_now
 from kstore.record.offsets_codec import Assignment, Subscription, TopicPartitions
 from kstore.record.poller import DescribedGroup, DescribedMember, diff
 from kstore.store.interface import ConcurrencyError, EventStore
@@ -195,7 +196,7 @@ class RecordingAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             pending,
             self._partition_counts,
             generation,
-            datetime.now(UTC),
+            recorded_now(),
         )
 
     def flush(self, timeout: float | None = None) -> None:

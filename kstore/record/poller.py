@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from kstore.model.events import (
@@ -43,6 +43,7 @@ from kstore.model.events import (
 )
 from kstore.model.fold import GroupState
 from kstore.model.strategies import wire_protocol
+from kstore.record._clock import recorded_now
 from kstore.record._failures import (
     AUTHORIZATION,
     CONFIGURATION,
@@ -464,7 +465,7 @@ class Poller:
     def poll_once(self, at: datetime | None = None) -> int:
         """One poll: the number of new events stored."""
         described, counts = self.fetch()
-        return self.record(described, counts, at or datetime.now(UTC))
+        return self.record(described, counts, at or recorded_now())
 
     def close(self) -> None:
         """Close the view, waiting a second at most (a client may hang on a lost broker)."""
@@ -507,7 +508,7 @@ class Poller:
                     self.retries = retries.total
                 continue
             retries.succeeded()
-            self.record(described, counts, datetime.now(UTC))
+            self.record(described, counts, recorded_now())
             self.polls += 1
             if polls is None or self.polls < polls:
                 stop.wait(interval)

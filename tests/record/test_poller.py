@@ -194,6 +194,16 @@ def test_polls_append_only_the_differences(store: Store) -> None:
     assert again.poll_once(AT) == 0
 
 
+def test_a_poll_stamps_its_events_to_the_millisecond(store: Store) -> None:
+    """Kafka's times are milliseconds, and so is every time kstore prints; the poller's
+    own clock gave ``...20.582028Z`` (user trial)."""
+    one = group(described("a", ["t"], [("t", 0), ("t", 1)]))
+    poller = Poller(store, FakeAdmin([[one]] * 20, {"t": 2}), cluster="prod", groups=None)
+    assert poller.poll_once() == 4  # at: the poller's own clock
+    stamps = [s.event.at for s in store.events()]
+    assert stamps and all(at.microsecond % 1000 == 0 for at in stamps)
+
+
 class DownAdmin(FakeAdmin):
     """A broker that answers ``answers`` polls, then stays down."""
 
