@@ -235,13 +235,18 @@ def print_state(
     if output == "json":
         print(json.dumps(_sorted_state(state.to_dict()), ensure_ascii=False))
         return
+
+    def listed(items: list[str], sep: str) -> str | list[str]:
+        # JSON Lines has arrays; a table and CSV a cell of text.
+        return items if output == "jsonl" else sep.join(items)
+
     rows = [
         (
             member_id,
-            ",".join(member.topics),
+            listed(list(member.topics), ","),
             member.rack,
             member.instance_id,
-            " ".join(f"{t}-{p}" for t, p in sorted(state.assignment.get(member_id, ()))),
+            listed([f"{t}-{p}" for t, p in sorted(state.assignment.get(member_id, ()))], " "),
         )
         for member_id, member in sorted(state.members.items())
     ]

@@ -16,6 +16,7 @@ import pytest
 from benchmarks._fleet import group_events
 from kstore._lazy import one_blas_thread
 from kstore.cli import main
+from kstore.model.events import StreamId
 from tests.processes import on_a_terminal, plain
 from tests.store._stores import initialised_store
 from tests.store.test_events import SPEC_EXAMPLE
@@ -658,9 +659,29 @@ def test_state_lists_members_and_their_partitions_sorted_in_every_format(
     code, out, _ = run(capsys, monkeypatch, *state, "jsonl")
     rows = [json.loads(line) for line in out.splitlines()]
     assert [row["member"] for row in rows] == order
-    assert rows[2]["partitions"] == "a-0 t-2 t-10"
+    assert rows[2]["partitions"] == ["a-0", "t-2", "t-10"]
     code, out, _ = run(capsys, monkeypatch, *state, "csv")
     assert [line.split(",")[0] for line in out.splitlines()[1:]] == order
     code, out, _ = run(capsys, monkeypatch, *state, "table")
     members = [line.split()[1] for line in out.splitlines() if "│ m" in line]
     assert members == order and "a-0 t-2 t-10" in out
+
+
+def test_state_as_json_lines_lists_topics_and_partitions_as_arrays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``state --format jsonl`` gave a member's topics and partitions as one string each
+    (``"t-0 t-1"``), which a JSON reader must split again (user trial); CSV keeps a cell."""
+    monkeypatch.setenv("KSTORE_STORE", str(tmp_path / "s.duckdb"))
+    store = initialised_store(tmp_path / "s.duckdb")
+    store.append(list(group_events("g", 5, seed=1)))
+    code, out, _ = run(capsys, monkeypatch, "state", "--group", "g", "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and rows
+    state = store.state(StreamId("default", "g", "recorded"))
+    for row in rows:
+        assert row["topics"] == list(state.members[row["member"]].topics)
+        owned = sorted(state.assignment.get(row["member"], ()))
+        assert row["partitions"] == [f"{t}-{p}" for t, p in owned]
+    code, out, _ = run(capsys, monkeypatch, "state", "--group", "g", "--format", "csv")
+    assert code == 0 and all('"[' not in line for line in out.splitlines())
