@@ -108,6 +108,11 @@ def _kill_part_way(db: Path, sig: signal.Signals, total: int) -> int | None:
         # is stored, the command that resumes) and exit 130.
         proc.wait(timeout=60)
         err = proc.stderr.read().decode()
+        if sig == signal.SIGINT and proc.returncode == 0 and _version(db) == total:
+            # The signal landed as the last batch was being stored: the write finishes
+            # (test_ctrl_c_during_a_store_write_lets_the_write_finish) and nothing was left
+            # to stop; seen once in the clean-clone CI. Not part way: try again.
+            return None
         assert proc.returncode == (130 if sig == signal.SIGINT else -sig), err
         if sig == signal.SIGINT:
             at_stop = _version(db)
