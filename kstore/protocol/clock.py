@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
@@ -82,33 +81,6 @@ class Due(Generic[T]):
         queue, batch = self._queue, self._batch
         items = batch.items
         return items, batch.pos, queue._stop(items, self._until, queue._first()), queue._live
-
-    def each(self) -> Iterator[tuple[int, int, T]]:
-        """For a caller that goes through the due actions itself, scheduling nothing
-        meanwhile: each live one in turn as ``(index, time, argument)``,
-        consumed as it is given (its key no longer pending; a stale one, whose key is not
-        pending with its number, left out), the clock not moved. Gone through to the
-        end, the clock stands at the last one's time; a caller that stops at one says so
-        (``consumed(index + 1, time)``), and what it did not reach stays pending. (The
-        classic join phase, every member at every eager rebalance, has this loop written
-        out: ``ClassicGroupSim._park_each``.)"""
-        queue, batch = self._queue, self._batch
-        items, live, pos = batch.items, queue._live, batch.pos
-        stop = queue._stop(items, self._until, queue._first())
-        take = live.pop
-        last = None
-        for i, (at, seq, key, arg) in enumerate(islice(items, pos, stop), pos):
-            # One dictionary operation for the common case (the key pending with this
-            # number: consumed); a stale one (its timer reset or cancelled) is skipped, a
-            # later number taken out by mistake put back (nothing reads the keys' order).
-            pending = take(key, None)
-            if pending != seq:
-                if pending is not None:
-                    live[key] = pending
-                continue
-            last = at
-            yield i, at, arg
-        self.consumed(stop, last)
 
     def consumed(self, end: int, at: int | None) -> None:
         """The caller of ``window`` went through ``items[:end]``; ``at``: the last

@@ -140,33 +140,8 @@ class ConsumerGroupSim(GroupSim):
         self.queue.schedule_made(items, seq, self._heartbeats)
 
     def _heartbeats(self, due: Due[tuple[Client, int]]) -> None:
-        """Each member's heartbeat after an epoch bump, at its own time: in one pass over
-        the due ones (each consumed as it goes: ``Due.each``, as the classic join
-        phase), each in turn that only goes on (a stable member at this epoch, or whose
-        new target is what it was given: its session refreshed, its epoch moved up, as
-        ``_heartbeat``), up to one that does more (``_heartbeat``, which may schedule),
-        from which on the rest come one at a time."""
-        state, epochs = self.state, self.epochs
-        members, assignment, epoch = state.members, state.assignment, state.generation or 0
-        live = self.queue.numbering()[1]
-        for i, at, beat in due.each():
-            client, life = beat
-            if client.life != life or not client.alive or at < client.cut_until:
-                continue
-            member_id = client.member_id
-            if (
-                member_id is None
-                or member_id not in members
-                or (member := epochs[member_id]).state != STABLE
-                or (member.epoch != epoch and assignment.get(member_id, ()) != member.given)
-            ):
-                due.consumed(i + 1, at)
-                self._heartbeat(client, life)
-                for client, life in due:
-                    self._heartbeat(client, life)
-                return
-            live.pop(f"expire:{member_id}", None)  # the session goes on (``queue.cancel``)
-            member.epoch = epoch
+        for client, life in due:
+            self._heartbeat(client, life)
 
     # --- heartbeats --------------------------------------------------------------------
 

@@ -11,14 +11,13 @@ from kstore.protocol.clock import Due, EventQueue
 
 
 def _log_run(
-    seed: int, batched: bool, taken: bool = False, windowed: bool = False, each: bool = False
+    seed: int, batched: bool, taken: bool = False, windowed: bool = False
 ) -> list[tuple[int, str]]:
     """Timers at random times, some of them rescheduling or cancelling others or adding
     new ones that come first; ``batched``: the ``b*`` timers through ``schedule_each``,
     ``taken``: their runs taken at once, those that change nothing logged in one pass;
     ``windowed``: the ``b*`` timers made by the caller (``numbering``, ``schedule_made``)
-    and their runs gone through by it (``window``, ``consumed``); ``each``: their runs
-    gone through by ``each`` up to one that changes what is due, the rest one at a time."""
+    and their runs gone through by it (``window``, ``consumed``)."""
     rng = random.Random(seed)
     queue = EventQueue()
     log: list[tuple[int, str]] = []
@@ -67,21 +66,6 @@ def _log_run(
             live[key] = seq
             made.append((at, seq, key, name))
         queue.schedule_made(made, seq, run)
-    elif each:
-
-        def run(due: Due[str]) -> None:
-            for i, at, name in due.each():
-                roll = rng.random()
-                if roll < 0.2:  # it changes what is due: the rest come one at a time
-                    due.consumed(i + 1, at)
-                    log.append((queue.now, name))
-                    changes(roll)
-                    for later in due:
-                        act(later)
-                    return
-                log.append((at, name))
-
-        queue.schedule_each(entries, run)
     elif taken:
 
         def run(due: Due[str]) -> None:
@@ -120,7 +104,6 @@ def test_a_batch_runs_as_separate_timers_would(seed: int) -> None:
     assert _log_run(seed, batched=True) == alone
     assert _log_run(seed, batched=True, taken=True) == alone
     assert _log_run(seed, batched=True, windowed=True) == alone
-    assert _log_run(seed, batched=True, each=True) == alone
 
 
 def test_what_a_run_does_not_take_runs_later() -> None:
