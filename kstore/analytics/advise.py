@@ -23,7 +23,7 @@ from typing import Any
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result
 from kstore.analytics.replay import ReplayResult, holds_copy, replay
-from kstore.analytics.report import compare, strategies_of, timelines_of
+from kstore.analytics.report import compare, strategies_of
 from kstore.analytics.scope import Sources, sources_of
 from kstore.model.events import AssignmentCompleted, StreamId
 from kstore.model.strategies import CATALOGUE, known_protocol
@@ -64,19 +64,22 @@ def advice(
     cluster: str,
     source: str = "recorded",
     decided: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
 ) -> Result | None:
     """The advice table from the group's stored timelines: ``source`` and its replays
     decided by one strategy throughout (a timeline whose decisions name ``source``, or
     the replay timeline of ``source`` by its strategy: a replay stored before decisions
     named their source), never another source or its replays; None without an
     ``optimal`` replay among them. ``decided``: the group's ``strategies_of``, if read
-    already (``replay_every`` keeps it up to date)."""
+    already (``replay_every`` keeps it up to date); ``sources``: its ``sources_of``, if
+    read already since its last replay was stored."""
     if decided is None:
         decided = strategies_of(store, group, cluster)
-    sources = sources_of(store, cluster, group)
+    if sources is None:
+        sources = sources_of(store, cluster, group)
     names = [
         t
-        for t in timelines_of(store, group, cluster)
+        for t in sources.ordered()
         if t == source
         or (
             t in decided
@@ -172,6 +175,7 @@ def replay_every(
     stop: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
     decided: dict[str, str] | None = None,
+    sources: Sources | None = None,
 ) -> list[ReplayResult]:
     """Replay ``source`` with each of ``replayed(strategies)``, in that order, each into
     its replay timeline (``Sources.replay_timeline``): one stored whole already
@@ -182,9 +186,11 @@ def replay_every(
     starts. ``progress(done, total)``: the source events replayed over all the replays
     (each reads the whole source; one read as done counts as read). ``decided``: the
     group's ``strategies_of``, read once by the caller: each replay stored is added to
-    it (all its decisions are its strategy's), so ``advice`` reads it as it is then."""
+    it (all its decisions are its strategy's), so ``advice`` reads it as it is then.
+    ``sources``: the group's ``sources_of``, if read already."""
     names = replayed(strategies)
-    sources = sources_of(store, cluster, group)
+    if sources is None:
+        sources = sources_of(store, cluster, group)
     if decided is None:
         decided = strategies_of(store, group, cluster)
     whole = stored_whole(store, group, cluster, source, names, sources, decided)

@@ -31,8 +31,8 @@ from kstore._errors import UsageError
 from kstore._files import write_text
 from kstore._text import counted
 from kstore.analytics._queries import Result, run_query, run_sql
-from kstore.analytics.report import compare, partial, strategies_of, timelines_of
-from kstore.analytics.scope import group_source, replays, source_timelines, which_source
+from kstore.analytics.report import compare, partial, strategies_of
+from kstore.analytics.scope import Sources, replays, source_timelines, sources_of
 from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
 
@@ -792,17 +792,20 @@ def write_report(
     out: Path,
     source: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    sources: Sources | None = None,
 ) -> int:
     """Write the report; returns the number of plots in it. ``source``: the timeline the
     advice is of (``--from``; default: the group's source by ``source_timeline``'s rule,
     ``recorded``, else its one timeline that is no replay; where there is none the
     Advice section says which to give), first everywhere, then the others.
     ``progress(parts done, parts)`` after each part: the queries, rates and reasons,
-    each timeline's ownership, the page."""
+    each timeline's ownership, the page. ``sources``: the group's ``sources_of``, if
+    read already (the source, the replays and the advice's timelines are read from it)."""
     from kstore.analytics.advise import advice, verdict
 
-    every = timelines_of(store, group, cluster)
-    default = group_source(store, cluster, group, every)
+    if sources is None:
+        sources = sources_of(store, cluster, group)
+    default = sources.default()
     if source is None:
         source = default
     timelines = sorted(timelines, key=lambda name: name != source)  # stable: given order
@@ -843,10 +846,10 @@ def write_report(
         _table(table),
         *(f"<p class='partial'>{html.escape(line)}</p>" for line in partial(table)),
     ]
-    found = advice(store, group, cluster, source, decided) if source is not None else None
+    found = advice(store, group, cluster, source, decided, sources) if source is not None else None
     sections.append("<h2>Advice: which strategy would have moved least</h2>")
     if source is None:
-        said = which_source(store, cluster, group, every)
+        said = sources.which()
         sections.append(
             f"<p class='note'>no source timeline to advise from: {html.escape(said)}</p>"
         )
@@ -866,7 +869,7 @@ def write_report(
         figures.append(("rates", rates))
         sections += [f"<h2>Rates (per {html.escape(step)})</h2>", cut, _plot("rates")]
         sections += _drawn_once(drawn)
-    replayed = replays(store, cluster, group).get((cluster, group), {})
+    replayed = sources.replays()
     listed = [t for t in timelines if t not in replayed] or list(timelines)
     reasons, top = _reasons(reasoned, timelines, _member_ids(store, group, cluster), set(listed))
     figures.append(("reasons", reasons))
@@ -1011,8 +1014,16 @@ def write_fleet(
     for rank, row in enumerate(rows, start=1):
         name = _slug(row["cluster"], row["group"])
         if pages:
-            names = timelines_of(store, row["group"], row["cluster"])
-            write_report(store, row["group"], names, row["cluster"], out / name, row["timeline"])
+            read = sources_of(store, row["cluster"], row["group"])
+            write_report(
+                store,
+                row["group"],
+                read.ordered(),
+                row["cluster"],
+                out / name,
+                row["timeline"],
+                sources=read,
+            )
             if progress is not None:
                 progress(rank, len(rows))
         links.append(

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from kstore._errors import UsageError
 from kstore.analytics._queries import Result, run_query
-from kstore.analytics.scope import group_source
+from kstore.analytics.scope import sources_of
 from kstore.store.log import Store
 
 __all__ = ["compare", "partial", "strategies_of", "timelines_of"]
@@ -22,16 +22,12 @@ __all__ = ["compare", "partial", "strategies_of", "timelines_of"]
 
 def timelines_of(store: Store, group: str, cluster: str) -> list[str]:
     """The group's timelines, its source first (``recorded``, else its one timeline that
-    is no replay: ``scope.source_timeline``'s rule), then the others by name."""
-    names = [
-        info.stream.timeline
-        for info in store.streams()
-        if info.stream.group == group and info.stream.cluster == cluster
-    ]
+    is no replay: ``scope.source_timeline``'s rule), then the others by name
+    (``Sources.ordered``)."""
+    names = sources_of(store, cluster, group).ordered()
     if not names:
         raise UsageError(f"no timeline of group {group!r} in cluster {cluster!r}")
-    source = group_source(store, cluster, group, names)
-    return sorted(names, key=lambda name: (name != source, name))
+    return names
 
 
 def compare(

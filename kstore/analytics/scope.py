@@ -22,7 +22,6 @@ __all__ = [
     "Scope",
     "Sources",
     "check_params",
-    "group_source",
     "iso_time",
     "replays",
     "resolve",
@@ -30,7 +29,6 @@ __all__ = [
     "source_timelines",
     "sources_of",
     "unknown",
-    "which_source",
 ]
 
 WINDOWS = ("hour", "day")
@@ -125,31 +123,9 @@ def source_timeline(store: Store, scope: Scope, option: str = "--from") -> str:
     """The timeline a replay of the group starts from when none is given (and ``state``
     shows): ``recorded`` if the group has it, else the group's one timeline that is no
     replay (a simulated group's ``sim/<name>``); an error naming the candidates and
-    ``option`` when that is not one."""
+    ``option`` when that is not one (``Sources.default``, ``Sources.which``)."""
     assert scope.cluster is not None and scope.group is not None
-    timelines = {s.timeline for s in scope.streams}
-    found = group_source(store, scope.cluster, scope.group, timelines)
-    if found is not None:
-        return found
-    raise UsageError(which_source(store, scope.cluster, scope.group, timelines, option))
-
-
-def which_source(
-    store: Store, cluster: str, group: str, timelines: Iterable[str], option: str = "--from"
-) -> str:
-    """The line saying which source to give with ``option`` where ``source_timeline``'s
-    rule finds none: the group's timelines that are no replay."""
-    names = set(timelines)
-    replayed = replays(store, cluster, group).get((cluster, group), {})
-    listed = ", ".join(sorted(names - set(replayed)) or sorted(names))
-    return f"group {cluster}/{group} has no 'recorded' timeline: give {option} (one of: {listed})"
-
-
-def group_source(store: Store, cluster: str, group: str, timelines: Iterable[str]) -> str | None:
-    """The source timeline of the group whose timelines are ``timelines`` by
-    ``source_timeline``'s rule; None where the rule finds none."""
-    replayed = replays(store, cluster, group).get((cluster, group), {})
-    return _source_of(set(timelines), replayed)
+    return sources_of(store, scope.cluster, scope.group).required(option)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +134,37 @@ class Sources:
     name it; any other timeline is its own) and whether it is complete (None: its source
     is gone; a timeline of no rebalance has neither)."""
 
+    cluster: str
+    group: str
     timelines: frozenset[str]
     source: Mapping[str, str]
     complete: Mapping[str, bool | None]
 
     def default(self) -> str | None:
-        """The group's source timeline by ``source_timeline``'s rule."""
+        """The group's source timeline by ``source_timeline``'s rule; None where the rule
+        finds none."""
         return _source_of(set(self.timelines), self.replays())
+
+    def required(self, option: str = "--from") -> str:
+        """``default``, or the error saying which to give with ``option`` (``which``)."""
+        found = self.default()
+        if found is None:
+            raise UsageError(self.which(option))
+        return found
+
+    def which(self, option: str = "--from") -> str:
+        """The line saying which source to give with ``option`` where ``default`` finds
+        none: the group's timelines that are no replay."""
+        listed = ", ".join(sorted(self.timelines - self.replays()) or sorted(self.timelines))
+        return (
+            f"group {self.cluster}/{self.group} has no 'recorded' timeline: give {option} "
+            f"(one of: {listed})"
+        )
+
+    def ordered(self) -> list[str]:
+        """The group's timelines, its source (``default``) first, then the others by name."""
+        first = self.default()
+        return sorted(self.timelines, key=lambda name: (name != first, name))
 
     def replays(self) -> set[str]:
         """The timelines whose decisions name another timeline as their source."""
@@ -205,7 +205,7 @@ def sources_of(store: Store, cluster: str, group: str) -> Sources:
     for row in run_query(store, "coverage", params).records():
         source[row["timeline"]] = row["source"]
         complete[row["timeline"]] = row["complete"]
-    return Sources(timelines, source, complete)
+    return Sources(cluster, group, timelines, source, complete)
 
 
 def source_timelines(

@@ -18,12 +18,11 @@ from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
 from kstore.analytics.report import compare, partial, strategies_of, timelines_of
 from kstore.analytics.scope import (
+    Sources,
     check_params,
-    group_source,
     resolve,
     source_timeline,
     sources_of,
-    which_source,
 )
 from kstore.commands._output import (
     check_format,
@@ -128,6 +127,17 @@ def _source(store: Store, cluster: str | None, group: str, source: str | None) -
     return scope.cluster, source if source is not None else source_timeline(store, scope)
 
 
+def _sources(
+    store: Store, cluster: str | None, group: str, source: str | None
+) -> tuple[Sources, str]:
+    """``_source``'s, with the group's ``Sources`` it was read from (read once: a replay's
+    timeline is named from them too)."""
+    scope = resolve(store, cluster=cluster, group=group, timeline=source)
+    assert scope.cluster is not None
+    sources = sources_of(store, scope.cluster, group)
+    return sources, source if source is not None else sources.required()
+
+
 def replay_group(
     path: Path,
     *,
@@ -140,9 +150,10 @@ def replay_group(
 ) -> None:
     check_strategy(strategy)  # a typo named before the store is read
     store = Store(path)
-    cluster, source = _source(store, cluster, group, source)
+    sources, source = _sources(store, cluster, group, source)
+    cluster = sources.cluster
     if timeline is None:  # advise's name for it: two sources' replays never meet
-        timeline = sources_of(store, cluster, group).replay_timeline(source, strategy)
+        timeline = sources.replay_timeline(source, strategy)
     bar = progress_bar(
         "replaying {task.description}",
         done_of_total(),
@@ -233,14 +244,14 @@ def check_group(
 
 def _timelines(
     store: Store, group: str, cluster: str | None, given: str | None
-) -> tuple[str, list[str]]:
-    """The group's cluster and the timelines asked for (default: all of the group's)."""
+) -> tuple[str, list[str] | None]:
+    """The group's cluster and the timelines asked for (None: all of the group's)."""
     names = None if given is None else [n.strip() for n in given.split(",") if n.strip()]
     if names is not None and not names:
         raise UsageError("--timelines: give at least one timeline")
     scope = resolve(store, cluster=cluster, group=group, timelines=names or ())
     assert scope.cluster is not None
-    return scope.cluster, names or timelines_of(store, group, scope.cluster)
+    return scope.cluster, names
 
 
 def print_compare(
@@ -248,7 +259,8 @@ def print_compare(
 ) -> None:
     check_format(output)
     store = Store(path)
-    cluster, names = _timelines(store, group, cluster, timelines)
+    cluster, asked = _timelines(store, group, cluster, timelines)
+    names = asked or timelines_of(store, group, cluster)
     table = compare(store, group, names, cluster)
     print_result(table, output, title=f"{cluster}/{group}")
     _notes(partial(table), output)
@@ -296,17 +308,18 @@ def report(
         )
         return
     check_out_file(given)
-    cluster, names = _timelines(store, group, cluster, timelines)
+    cluster, asked = _timelines(store, group, cluster, timelines)
+    sources = sources_of(store, cluster, group)  # read once: the report reads them too
+    names = asked or sources.ordered()
     if source is not None:  # an unknown one: the line naming the nearest
         resolve(store, cluster=cluster, group=group, timeline=source)
-    else:
-        every = timelines_of(store, group, cluster)
-        if group_source(store, cluster, group, every) is None:
-            # The report is written all the same (its Advice section says this too).
-            said = which_source(store, cluster, group, every)
-            print(f"kstore: note: no advice: {said}", file=sys.stderr)
+    elif sources.default() is None:
+        # The report is written all the same (its Advice section says this too).
+        print(f"kstore: note: no advice: {sources.which()}", file=sys.stderr)
     with counting(f"report {cluster}/{group}", "parts") as progress:
-        plots = write_report(store, group, names, cluster, out, source, progress=progress)
+        plots = write_report(
+            store, group, names, cluster, out, source, progress=progress, sources=sources
+        )
     where = "the report to standard output" if to_stdout else out
     # the page itself may be what standard output carries
     print(
@@ -332,7 +345,8 @@ def print_advice(
         strategy(name)
     names = replayed(given)
     store = Store(path)
-    cluster, source = _source(store, cluster, group, source)
+    sources, source = _sources(store, cluster, group, source)
+    cluster = sources.cluster
     # Ctrl-C: the replay at hand stops after its source event and stores what it decided.
     with (
         stop_requested() as stopped,
@@ -348,6 +362,7 @@ def print_advice(
             stop=stopped.is_set,
             progress=told,
             decided=decided,
+            sources=sources,
         )
     # The same command continues: a replay stored whole is read as done (advise's
     # stored_whole), a partial one resumed into its replay timeline.

@@ -10,8 +10,10 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -568,6 +570,37 @@ def test_advise_and_the_report_read_the_groups_strategies_once(
     runs.clear()
     pages_module.write_report(store, "g", ["recorded"], "default", tmp_path / "r.html")
     assert len(runs) == 1
+
+
+def test_advise_and_the_report_read_the_groups_sources_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coverage query (a parse of every decision of the group) ran four times per
+    kstore advise and eight per kstore report (review): the source, the replays' names,
+    the advice's timelines and the report's replays each read it again. Now the group's
+    Sources are read once per command, and once more by advise after its replays."""
+    import kstore.analytics.pages as pages_module
+    import kstore.analytics.scope as scope_module
+    from kstore.commands.analytics import print_advice, report
+
+    path = tmp_path / "s.duckdb"
+    initialised_store(path).append(list(group_events("g", 40, seed=2)))
+    runs: list[str] = []
+    real = scope_module.run_query
+
+    def counted(store: Store, name: str, params: Mapping[str, Any]) -> Result:
+        runs.append(name)
+        return real(store, name, params)
+
+    for module in (scope_module, pages_module):
+        monkeypatch.setattr(module, "run_query", counted)
+    options = {"group": "g", "cluster": None, "source": None}
+    print_advice(path, **options, strategies="range,sticky", output="json")
+    assert runs.count("coverage") == 2
+    runs.clear()
+    report(path, **options, timelines=None, out=tmp_path / "r.html")
+    assert runs.count("coverage") == 1
+    assert "<h2>Advice" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def _replay_events(store: Store, timeline: str) -> list[object]:
