@@ -151,7 +151,7 @@ def stored_whole(
     if whole:
         stream = StreamId(cluster, group, source)
         at_end = store.events(
-            **stream._asdict(), from_version=store.version(stream), assignments=False
+            **stream._asdict(), from_version=found.versions[source], assignments=False
         )
         last = next(at_end, None)
         if last is not None and not isinstance(last.event.data, AssignmentCompleted):
@@ -204,9 +204,9 @@ def replay_every(
         timeline = sources.replay_timeline(source, name)
         if name in whole:
             target = StreamId(cluster, group, timeline)
-            stored = store.version(target)
+            stored = sources.versions[timeline]
             result = ReplayResult(target, 0, 0, 0, 0.0, 0.0, resumed=stored, reused=True)
-            total = store.version(StreamId(cluster, group, source))
+            total = sources.versions[source]  # read as done: the source read whole
             told(total, total)
         else:
             result = replay(

@@ -136,9 +136,14 @@ class Sources:
 
     cluster: str
     group: str
-    timelines: frozenset[str]
+    versions: Mapping[str, int]
+    """Each timeline's last version (its number of events)."""
     source: Mapping[str, str]
     complete: Mapping[str, bool | None]
+
+    @property
+    def timelines(self) -> frozenset[str]:
+        return frozenset(self.versions)
 
     def default(self) -> str | None:
         """The group's source timeline by ``source_timeline``'s rule; None where the rule
@@ -194,18 +199,18 @@ class Sources:
 
 def sources_of(store: Store, cluster: str, group: str) -> Sources:
     """The group's ``Sources``: its streams and one coverage query."""
-    timelines = frozenset(
-        info.stream.timeline
+    versions = {
+        info.stream.timeline: info.events
         for info in store.streams()
         if info.stream.cluster == cluster and info.stream.group == group
-    )
+    }
     source: dict[str, str] = {}
     complete: dict[str, bool | None] = {}
     params = {"cluster": cluster, "group": group, "timelines": None}
     for row in run_query(store, "coverage", params).records():
         source[row["timeline"]] = row["source"]
         complete[row["timeline"]] = row["complete"]
-    return Sources(cluster, group, timelines, source, complete)
+    return Sources(cluster, group, versions, source, complete)
 
 
 def source_timelines(
