@@ -32,7 +32,7 @@ from kstore._files import write_text
 from kstore._text import counted
 from kstore.analytics._queries import Result, run_query, run_sql
 from kstore.analytics.report import compare, partial, strategies_of
-from kstore.analytics.scope import Sources, replays, source_timelines, sources_of
+from kstore.analytics.scope import Sources, every_source, sources_of
 from kstore.model.events import format_span, format_time
 from kstore.store.log import Store
 
@@ -952,8 +952,8 @@ def write_fleet(
     why (``NO_SOURCE``, ``NO_REBALANCE``: a group that only came and went has no report)."""
     import plotly.graph_objects as go
 
-    replayed = replays(store)
-    sourced = source_timelines(store, replayed)
+    every = every_source(store)  # each group's report reads its own
+    sourced = {key: found.default() for key, found in every.items()}
     sources = {key: name for key, name in sourced.items() if name is not None}
     left_out = {
         NO_SOURCE: [f"{c}/{g}" for (c, g), name in sourced.items() if name is None],
@@ -989,8 +989,9 @@ def write_fleet(
             if t["storm"] and sources.get((t["cluster"], t["group"])) == timeline:
                 stats[(t["cluster"], t["group"])]["storm_rebalances"] += 1
     for row in stats.values():
-        found = replayed.get((row["cluster"], row["group"]), {})
-        cut = sum(1 for done in found.values() if not done)
+        group_sources = every[(row["cluster"], row["group"])]
+        found = group_sources.replays()
+        cut = sum(1 for name in found if not group_sources.complete.get(name))
         row["replays"] = f"{len(found)}" + (f", {cut} partial" if cut else "")
         values = row.pop("imbalances")
         row["imbalance"] = sum(values) / len(values) if values else None
@@ -1014,7 +1015,7 @@ def write_fleet(
     for rank, row in enumerate(rows, start=1):
         name = _slug(row["cluster"], row["group"])
         if pages:
-            read = sources_of(store, row["cluster"], row["group"])
+            read = every[(row["cluster"], row["group"])]
             write_report(
                 store,
                 row["group"],

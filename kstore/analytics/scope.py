@@ -22,11 +22,11 @@ __all__ = [
     "Scope",
     "Sources",
     "check_params",
+    "every_source",
     "iso_time",
     "replays",
     "resolve",
     "source_timeline",
-    "source_timelines",
     "sources_of",
     "unknown",
 ]
@@ -199,33 +199,31 @@ class Sources:
 
 def sources_of(store: Store, cluster: str, group: str) -> Sources:
     """The group's ``Sources``: its streams and one coverage query."""
-    versions = {
-        info.stream.timeline: info.events
-        for info in store.streams()
-        if info.stream.cluster == cluster and info.stream.group == group
-    }
-    source: dict[str, str] = {}
-    complete: dict[str, bool | None] = {}
+    found = every_source(store, cluster, group).get((cluster, group))
+    return found if found is not None else Sources(cluster, group, {}, {}, {})
+
+
+def every_source(
+    store: Store, cluster: str | None = None, group: str | None = None
+) -> dict[tuple[str, str], Sources]:
+    """Per (cluster, group) of the store (of ``cluster``, ``group`` where given), by
+    name, its ``Sources``: one read of the streams and one coverage query for them all
+    (a fleet's)."""
+    versions: dict[tuple[str, str], dict[str, int]] = {}
+    for info in store.streams():
+        key = (info.stream.cluster, info.stream.group)
+        if cluster in (None, key[0]) and group in (None, key[1]):
+            versions.setdefault(key, {})[info.stream.timeline] = info.events
+    source: dict[tuple[str, str], dict[str, str]] = {}
+    complete: dict[tuple[str, str], dict[str, bool | None]] = {}
     params = {"cluster": cluster, "group": group, "timelines": None}
     for row in run_query(store, "coverage", params).records():
-        source[row["timeline"]] = row["source"]
-        complete[row["timeline"]] = row["complete"]
-    return Sources(cluster, group, versions, source, complete)
-
-
-def source_timelines(
-    store: Store, replayed: Mapping[tuple[str, str], Mapping[str, bool | None]]
-) -> dict[tuple[str, str], str | None]:
-    """Per (cluster, group) of the store, its source timeline by ``source_timeline``'s
-    rule; None where the rule finds none (no ``recorded`` and not one timeline that is
-    no replay). ``replayed``: the store's ``replays`` (a fleet reads them once)."""
-    timelines: dict[tuple[str, str], set[str]] = {}
-    for info in store.streams():
-        timelines.setdefault((info.stream.cluster, info.stream.group), set()).add(
-            info.stream.timeline
-        )
+        key = (row["cluster"], row["group"])
+        source.setdefault(key, {})[row["timeline"]] = row["source"]
+        complete.setdefault(key, {})[row["timeline"]] = row["complete"]
     return {
-        key: _source_of(names, replayed.get(key, {})) for key, names in sorted(timelines.items())
+        key: Sources(*key, found, source.get(key, {}), complete.get(key, {}))
+        for key, found in sorted(versions.items())
     }
 
 

@@ -609,6 +609,35 @@ def test_advise_and_the_report_read_the_groups_sources_once(
     assert "<h2>Advice" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
+def test_a_fleet_reads_every_groups_sources_in_one_coverage_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """report --fleet ran the coverage query once for the ranking, then once more per
+    group for its report (review): a scan of the store's decisions per group. Now the
+    ranking's one read gives each group's report its sources; the pages are the same."""
+    import kstore.analytics.pages as pages_module
+    import kstore.analytics.scope as scope_module
+
+    store = initialised_store(tmp_path / "s.duckdb")
+    for seed, name in enumerate(["a", "b", "c"]):
+        store.append(list(group_events(name, 20, seed=seed)))
+    replay_every(store, "b", "default", "recorded", ["range"])
+    runs: list[str] = []
+    real = scope_module.run_query
+
+    def counted(store: Store, name: str, params: Mapping[str, Any]) -> Result:
+        runs.append(name)
+        return real(store, name, params)
+
+    monkeypatch.setattr(scope_module, "run_query", counted)
+    monkeypatch.setattr(pages_module, "run_query", counted)
+    ranked, left_out = pages_module.write_fleet(store, tmp_path / "fleet")
+    assert (ranked, runs.count("coverage")) == (3, 1)
+    assert not any(left_out.values())
+    index = (tmp_path / "fleet" / "index.html").read_text(encoding="utf-8")
+    assert "<td>2</td></tr>" in index  # b's two replays, neither partial
+
+
 def test_an_advise_reusing_its_replays_reads_their_sizes_with_the_groups_sources(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
