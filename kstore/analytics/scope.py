@@ -100,23 +100,13 @@ def resolve(
 def replays(
     store: Store, cluster: str | None = None, group: str | None = None
 ) -> dict[tuple[str, str], dict[str, bool | None]]:
-    """Per group, its replay timelines (those whose decisions name another timeline as
-    their source, coverage.sql) and whether each is complete (None: source gone)."""
-    found: dict[tuple[str, str], dict[str, bool | None]] = {}
-    params = {"cluster": cluster, "group": group, "timelines": None}
-    for row in run_query(store, "coverage", params).records():
-        if row["source"] != row["timeline"]:
-            found.setdefault((row["cluster"], row["group"]), {})[row["timeline"]] = row["complete"]
-    return found
-
-
-def _source_of(timelines: set[str], replayed: Iterable[str]) -> str | None:
-    """``recorded`` if among ``timelines``, else the one that is no replay; None when
-    that is not one."""
-    if "recorded" in timelines:
-        return "recorded"
-    candidates = timelines - set(replayed)
-    return next(iter(candidates)) if len(candidates) == 1 else None
+    """Per group with a replay, its replay timelines (``Sources.replays``) and whether
+    each is complete (None: source gone)."""
+    return {
+        key: {name: found.complete.get(name) for name in sorted(found.replays())}
+        for key, found in every_source(store, cluster, group).items()
+        if found.replays()
+    }
 
 
 def source_timeline(store: Store, scope: Scope, option: str = "--from") -> str:
@@ -147,8 +137,12 @@ class Sources:
 
     def default(self) -> str | None:
         """The group's source timeline by ``source_timeline``'s rule; None where the rule
-        finds none."""
-        return _source_of(set(self.timelines), self.replays())
+        finds none: ``recorded`` if the group has it, else its one timeline that is no
+        replay."""
+        if "recorded" in self.versions:
+            return "recorded"
+        candidates = self.timelines - self.replays()
+        return next(iter(candidates)) if len(candidates) == 1 else None
 
     def required(self, option: str = "--from") -> str:
         """``default``, or the error saying which to give with ``option`` (``which``)."""
