@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import stat
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -103,6 +104,29 @@ def _global(
             f"--store {ctx_state.store}: a directory, not a store file "
             f"(give a file, e.g. {ctx_state.store / DEFAULT_STORE})"
         )
+    if (kind := _special_file(ctx_state.store)) is not None:
+        # Before any lock: /dev/null took a .lock beside it in /dev, and init failed in
+        # DuckDB's fsync.
+        raise UsageError(
+            f"--store {ctx_state.store}: {kind}, not a store file "
+            f"(give a file, e.g. {DEFAULT_STORE})"
+        )
+
+
+def _special_file(path: Path) -> str | None:
+    """What ``path`` is when it is there but is no regular file nor folder (a device, a
+    pipe, a socket), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    kinds = (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((said for test, said in kinds if test(mode)), None)
 
 
 # --- assignors -------------------------------------------------------------------------

@@ -168,6 +168,30 @@ def test_a_store_that_is_a_directory_is_named_in_one_line(
     )
 
 
+@pytest.mark.parametrize("command", [["init"], ["events"], ["append", "-"]])
+def test_a_store_that_is_a_device_is_named_in_one_line_and_nothing_is_made_beside_it(
+    command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--store /dev/null`` (user trial): ``init`` failed with exit 1 and SQLAlchemy's
+    text (``Could not fsync file "/dev/null"``, a link to sqlalche.me), and every command
+    left ``/dev/null.lock`` and ``/dev/null.lock.gate`` in /dev."""
+    beside = [Path("/dev/null.lock"), Path("/dev/null.lock.gate"), Path("/dev/null.wal")]
+    before = {p for p in beside if p.exists()}
+    try:
+        code, out, err = run(capsys, monkeypatch, "--store", "/dev/null", *command)
+        made = {p for p in beside if p.exists()} - before
+    finally:
+        for p in beside:
+            if p not in before:
+                p.unlink(missing_ok=True)
+    assert (code, out) == (2, "")
+    assert err == (
+        "kstore: error: --store /dev/null: a character device, not a store file "
+        "(give a file, e.g. kstore.duckdb)\n"
+    )
+    assert not made
+
+
 def test_events_without_ids_appended_twice_are_stored_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
