@@ -55,8 +55,13 @@ def invalid_field(error: Mapping[str, Any], *prefix: str, where: str = "") -> st
     """A pydantic error (one of ``ValidationError.errors()``) as ``<path>: <message>``,
     the value given named when it is a single one (``got -1``); ``where`` stands for an
     empty path."""
-    text = f"{field_path((*prefix, *error['loc'])) or where}: {error['msg']}"
+    place = field_path((*prefix, *error["loc"])) or where
     given = error.get("input")
+    if error["type"] == "string_too_long" and isinstance(given, str):
+        # Its length, not its text (a 10 MB member id), counted as kstore counts.
+        at_most = error.get("ctx", {}).get("max_length", 0)
+        return f"{place}: at most {at_most:,} characters, not {len(given):,}"
+    text = f"{place}: {error['msg']}"
     if error["type"] != "missing" and isinstance(given, str | int | float | bool):
         shown = json.dumps(given, ensure_ascii=False)
         text += f" (got {shown if len(shown) <= 40 else shown[:37] + '...'})"

@@ -7,6 +7,10 @@ imports the assignors.
 - Partitions: at most ``MAX_PARTITIONS`` in one assignment request, kstore's own bound
   (Kafka's int32 lets a 2,000,000,000-partition topic through, which the log stores as
   the fact it is, but which no process could assign in memory).
+- Names and ids (a member's, an instance's, a client's, a group's, a rack, a strategy):
+  Kafka's wire strings, at most ``MAX_STRING`` (32,767) characters (an ``int16`` length);
+  free text (a rebalance's reason, which the broker writes around up to three such
+  strings) and a timeline (a replay's is named after its source's) at most ``MAX_TEXT``.
 - Topic names as Kafka's ``Topic.validate``: 1 to 249 characters of ``[a-zA-Z0-9._-]``,
   not ``.`` or ``..``.
 - Simulations: at most ``MAX_MEMBERS`` members, ``MAX_SIMULATED_PARTITIONS`` partitions
@@ -37,9 +41,13 @@ __all__ = [
     "MAX_PARTITIONS",
     "MAX_SIMULATED_PARTITIONS",
     "MAX_STEPS",
+    "MAX_STRING",
+    "MAX_TEXT",
     "Int32",
+    "KafkaString",
     "NonNegativeInt32",
     "PartitionCount",
+    "Text",
     "TopicName",
     "TopicRef",
     "check_instant",
@@ -49,6 +57,8 @@ __all__ = [
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
 MAX_PARTITIONS = 10_000_000
+MAX_STRING = 32_767
+MAX_TEXT = 100_000
 MAX_MEMBERS = 100_000
 MAX_STEPS = 10_000
 MAX_MEMBER_STEPS = 2_000_000
@@ -87,6 +97,8 @@ def check_instant(at: datetime) -> datetime:
 Int32 = Annotated[StrictInt, Field(ge=INT32_MIN, le=INT32_MAX)]
 NonNegativeInt32 = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
 PartitionCount = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
+KafkaString = Annotated[StrictStr, StringConstraints(max_length=MAX_STRING)]
+Text = Annotated[StrictStr, StringConstraints(max_length=MAX_TEXT)]
 TopicName = Annotated[StrictStr, AfterValidator(check_topic)]
 # The same rule as a pattern checked in pydantic's core, for the topic of every partition
 # of an assignment (a million of them must cost no Python call each).

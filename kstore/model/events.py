@@ -37,7 +37,15 @@ from pydantic_core import from_json
 
 from kstore._errors import UsageError, invalid_field
 from kstore._gc import cyclic_gc_paused
-from kstore._limits import NonNegativeInt32, PartitionCount, TopicName, TopicRef, check_instant
+from kstore._limits import (
+    KafkaString,
+    NonNegativeInt32,
+    PartitionCount,
+    Text,
+    TopicName,
+    TopicRef,
+    check_instant,
+)
 from kstore.model._construct import construct, every_field, instance
 from kstore.model.ids import event_id
 
@@ -162,7 +170,7 @@ class TopicChanged(EventData):
 
     topic: TopicName
     partitions: PartitionCount
-    racks: list[list[StrictStr]] | None = None
+    racks: list[list[KafkaString]] | None = None
 
 
 class TopicDeleted(EventData):
@@ -170,53 +178,53 @@ class TopicDeleted(EventData):
 
 
 class MemberJoined(EventData):
-    member_id: StrictStr
+    member_id: KafkaString
     topics: list[TopicName]
-    instance_id: StrictStr | None = None
-    client_id: StrictStr | None = None
-    host: StrictStr | None = None
-    rack: StrictStr | None = None
-    protocols: list[StrictStr] | None = None
+    instance_id: KafkaString | None = None
+    client_id: KafkaString | None = None
+    host: KafkaString | None = None
+    rack: KafkaString | None = None
+    protocols: list[KafkaString] | None = None
     session_timeout_ms: _NonNegative | None = None
     rebalance_timeout_ms: _NonNegative | None = None
 
 
 class MemberLeft(EventData):
-    member_id: StrictStr
+    member_id: KafkaString
     reason: Literal["leave", "session-timeout", "poll-timeout", "fenced", "other"]
 
 
 class MemberReplaced(EventData):
     """A static member came back under a new id and took over the old id's place."""
 
-    old_member_id: StrictStr
-    new_member_id: StrictStr
-    instance_id: StrictStr
+    old_member_id: KafkaString
+    new_member_id: KafkaString
+    instance_id: KafkaString
 
 
 class SubscriptionChanged(EventData):
-    member_id: StrictStr
+    member_id: KafkaString
     topics: list[TopicName]
 
 
 class RebalanceStarted(EventData):
     generation: _NonNegative
-    reason: StrictStr
+    reason: Text
 
 
 class AssignmentCompleted(EventData):
     generation: _NonNegative
-    strategy: StrictStr
-    assignment: dict[StrictStr, list[_Partition]]
-    leader: StrictStr | None = None
+    strategy: KafkaString
+    assignment: dict[KafkaString, list[_Partition]]
+    leader: KafkaString | None = None
     protocol: Literal["eager", "cooperative", "consumer"] | None = None
-    client: StrictStr | None = None
+    client: KafkaString | None = None
     """The library, and its version, whose assignor computed this assignment (a classic
     group's leader's): ``librdkafka 2.16.0``, ``kafka-python 3.0.12``, ``java 4.0.0``, or
     ``kstore 0.1.0`` where kstore's recording assignor computed it inside the leader;
     None where the recorder cannot tell. Optional, so older events read unchanged;
     ``kstore replay --strategy same`` reads it (``strategies.flavour_of``)."""
-    source: StrictStr | None = None
+    source: Text | None = None
     """A replay's decision: the timeline it replays (same cluster and group); None for
     a decision that is no replay's."""
     source_version: _NonNegative | None = None
@@ -244,8 +252,8 @@ class AssignmentNotTakenUp(EventData):
     """
 
     generation: _NonNegative
-    member_id: StrictStr
-    reason: StrictStr | None = None
+    member_id: KafkaString
+    reason: Text | None = None
     """Why, as the recorder saw it (e.g. ``called back in nothing``)."""
 
 
@@ -270,9 +278,9 @@ class Event(BaseModel):
     event_id: Annotated[StrictStr, Field(min_length=1, max_length=200)] = Field(
         default_factory=lambda: str(uuid.uuid4())
     )
-    cluster: StrictStr = "default"
-    group: StrictStr
-    timeline: StrictStr = "recorded"
+    cluster: KafkaString = "default"
+    group: KafkaString
+    timeline: Text = "recorded"
     at: Annotated[
         AwareDatetime, BeforeValidator(_iso_text_or_datetime), AfterValidator(check_instant)
     ]

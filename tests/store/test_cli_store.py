@@ -137,6 +137,45 @@ def test_bad_input_stores_nothing(
     assert code == 2 and "--since" in err
 
 
+@pytest.mark.parametrize(
+    ("field", "where"),
+    [
+        ("member_id", "data.member_id"),
+        ("client_id", "data.client_id"),
+        ("group", "group"),
+        ("timeline", "timeline"),
+    ],
+)
+def test_a_10_mb_name_is_refused_as_kafka_never_carries_it(
+    field: str,
+    where: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member id of 10,000,000 characters was stored (user trial): Kafka's wire strings
+    hold at most 32,767 bytes, so no broker or client gives one; the line is refused,
+    its length said, the 10 MB not echoed."""
+    store = str(tmp_path / "s.duckdb")
+    run(capsys, monkeypatch, "--store", store, "init")
+    joined = {"member_id": "m", "topics": ["orders"]}
+    event = {"group": "g", "type": "MemberJoined", "at": "2026-01-01T00:00:00Z", "data": joined}
+    huge = "x" * 10_000_000
+    if where.startswith("data."):
+        bad = {**event, "data": {**joined, field: huge}}
+    else:
+        bad = {**event, field: huge}
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(event) + "\n" + json.dumps(bad) + "\n")
+    code, out, err = run(capsys, monkeypatch, "--store", store, "append", str(source))
+    limit = "100,000" if field == "timeline" else "32,767"
+    assert (code, out) == (2, "")
+    assert err == (
+        f"kstore: error: {source}: line 2: {where}: at most {limit} characters, not 10,000,000\n"
+    )
+    assert run(capsys, monkeypatch, "--store", store, "events")[1] == ""
+
+
 def test_version_is_the_installed_distributions(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
