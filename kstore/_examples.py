@@ -8,7 +8,9 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import PurePosixPath
 
-__all__ = ["about", "request", "scenario_named", "scenarios"]
+from kstore._errors import nearest
+
+__all__ = ["about", "near_examples", "request", "scenario_named", "scenarios"]
 
 
 def _folder() -> Traversable:
@@ -37,6 +39,15 @@ def scenario_named(text: str) -> Traversable | None:
     if str(path.parent) not in (".", "examples"):
         return None
     return scenarios().get(path.name.removesuffix(".yaml"))
+
+
+def near_examples(text: str) -> list[str]:
+    """The shipped scenarios ``text`` was likely meant to name (``NAME``, ``NAME.yaml``
+    or ``examples/NAME.yaml`` mistyped), nearest first; none for another path."""
+    path = PurePosixPath(text)
+    if str(path.parent) not in (".", "examples"):
+        return []
+    return nearest(path.name.removesuffix(".yaml"), scenarios())
 
 
 def about(text: str) -> str:

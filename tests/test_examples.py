@@ -86,3 +86,16 @@ def test_a_file_beside_wins_and_a_missing_one_names_the_examples(tmp_path: Path)
     missing = _kstore(tmp_path, "simulate", "no-such.yaml")
     assert missing.returncode == 2
     assert missing.stderr.count("\n") == 1 and "kstore examples" in missing.stderr
+
+
+@pytest.mark.parametrize("given", ["rolling-deploy", "examples/rolling-deploy.yaml"])
+def test_a_mistyped_example_name_gets_the_nearest_example(given: str, tmp_path: Path) -> None:
+    """``kstore simulate rolling-deploy`` said only "cannot read: No such file or
+    directory; the shipped examples: kstore examples" (user trial), where ``kstore
+    examples rolling-deploy`` names rolling-deploy-30."""
+    done = _kstore(tmp_path, "simulate", given)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"kstore: error: {given}: no such file nor shipped example; "
+        "did you mean rolling-deploy-30? (kstore examples lists them)\n"
+    )

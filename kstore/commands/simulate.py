@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 from rich.progress import TextColumn, TimeRemainingColumn
 
-from kstore._errors import Interrupted, UsageError
-from kstore._examples import scenario_named
+from kstore._errors import Interrupted, UsageError, did_you_mean
+from kstore._examples import near_examples, scenario_named
 from kstore._text import counted
 from kstore.analytics import run_query
 from kstore.commands._output import progress_bar
@@ -70,6 +70,11 @@ def _scenario(
     except ScenarioError as exc:
         if Path(file).exists():
             raise
+        if near := near_examples(file):
+            raise ScenarioError(
+                f"{file}: no such file nor shipped example; "
+                f"{did_you_mean(near)} (kstore examples lists them)"
+            ) from None
         raise ScenarioError(f"{exc}; the shipped examples: kstore examples") from None
 
 
