@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "field_path",
     "invalid_field",
     "known_hint",
+    "near_or_known",
     "nearest",
 ]
 
@@ -80,6 +81,14 @@ def did_you_mean(near: list[str]) -> str:
     """``did you mean a?``, ``did you mean a or b?``, ``did you mean a, b or c?``"""
     said = near[-1] if len(near) == 1 else f"{', '.join(near[:-1])} or {near[-1]}"
     return f"did you mean {said}?"
+
+
+def near_or_known(name: str, known: Sequence[str], said: str = "known") -> str:
+    """What to say after an unknown ``name`` of a short fixed list: the nearest of
+    ``known``, else all of it in its own order (`` (known: a, b, c)``)."""
+    if near := nearest(name, known):
+        return f"; {did_you_mean(near)}"
+    return f" ({said}: {', '.join(known) or 'none'})"
 
 
 def known_hint(name: str, known: Iterable[str]) -> str:

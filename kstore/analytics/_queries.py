@@ -21,7 +21,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, near_or_known
 from kstore.store import QueryResult, Store
 
 __all__ = [
@@ -102,8 +102,8 @@ def queries() -> list[Query]:
 
 def get_query(name: str) -> Query:
     if not (QUERIES_DIR / f"{name}.sql").is_file():
-        known = ", ".join(q.name for q in queries())
-        raise UsageError(f"no query {name!r} (known: {known})")
+        known = [q.name for q in queries()]
+        raise UsageError(f"no query {name!r}{near_or_known(name, known)}")
     return _load(name)
 
 
@@ -113,8 +113,8 @@ def check_query(name: str, params: Mapping[str, Any]) -> Query:
     unknown = sorted(set(params) - set(query.parameters))
     if unknown:
         raise UsageError(
-            f"query {name}: unknown parameter {unknown[0]!r} "
-            f"(its parameters: {', '.join(query.parameters) or 'none'})"
+            f"query {name}: unknown parameter {unknown[0]!r}"
+            + near_or_known(unknown[0], query.parameters, said="its parameters")
         )
     missing = [p for p in query.required if params.get(p) is None]
     if missing:

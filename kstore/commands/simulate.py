@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.progress import TextColumn, TimeRemainingColumn
 
-from kstore._errors import Interrupted, UsageError, did_you_mean
+from kstore._errors import Interrupted, UsageError, did_you_mean, near_or_known
 from kstore._examples import near_examples, scenario_named
 from kstore._text import counted
 from kstore.analytics import run_query
@@ -88,8 +88,9 @@ def _override(scenario: Scenario, strategy: str | None, protocol: str | None) ->
     if protocol is None and strategy is None:
         return scenario
     proto = protocol or scenario.protocol
-    if proto not in (None, "eager", "cooperative", "consumer"):
-        raise UsageError(f"--protocol: one of eager, cooperative, consumer (not {proto})")
+    protocols = ("eager", "cooperative", "consumer")
+    if proto is not None and proto not in protocols:
+        raise UsageError(f"--protocol: unknown protocol {proto!r}{near_or_known(proto, protocols)}")
     allowed = CONSUMER_STRATEGIES if proto == "consumer" else CLASSIC_STRATEGIES
     if strategy is not None:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kstore._errors import UsageError
+from kstore._errors import UsageError, near_or_known
 from kstore._limits import MAX_MEMBER_STEPS, MAX_MEMBERS, MAX_STEPS
 from kstore.model.strategies import Protocol
 from kstore.simulate.scenario import Scenario
@@ -24,7 +24,7 @@ def _name(i: int) -> str:
 def check_kind(kind: str) -> None:
     """Refuse a ``--generate`` KIND that is none of ``KINDS``."""
     if kind not in KINDS:
-        raise UsageError(f"--generate: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+        raise UsageError(f"--generate: unknown kind {kind!r}{near_or_known(kind, KINDS)}")
 
 
 def generate(

@@ -249,3 +249,30 @@ def test_sql_on_a_table_the_store_lacks_names_the_nearest_of_its_tables(filled: 
         "kstore: error: SQL: Catalog Error: Table with name events does not exist!; "
         "did you mean kstore_events? (SHOW TABLES lists them)\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["query", "timelin"], "no query 'timelin'; did you mean timeline or timelines?"),
+        (
+            ["query", "timeline", "--param", "storm_sconds=3"],
+            "query timeline: unknown parameter 'storm_sconds'; "
+            "did you mean storm_seconds or storm_count?",
+        ),
+        (
+            ["simulate", "--generate", "rolling-depoy"],
+            "--generate: unknown kind 'rolling-depoy'; did you mean rolling-deploy?",
+        ),
+        (
+            ["simulate", "--generate", "rolling-deploy", "--protocol", "cooperativ"],
+            "--protocol: unknown protocol 'cooperativ'; did you mean cooperative?",
+        ),
+    ],
+)
+def test_a_mistyped_name_gets_the_nearest_one(filled: Path, args: list[str], said: str) -> None:
+    """A query name, a query parameter, a --generate kind and a --protocol mistyped
+    listed every name (user trial: "no query 'timelin' (known: anomalies, compare, ...)")
+    where the other names of kstore say the nearest."""
+    done = _kstore(filled, *args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"kstore: error: {said}\n")
