@@ -12,6 +12,7 @@ __all__ = [
     "KstoreError",
     "UsageError",
     "did_you_mean",
+    "error_message",
     "field_path",
     "invalid_field",
     "known_hint",
@@ -52,6 +53,17 @@ def field_path(parts: Iterable[str | int]) -> str:
     return path
 
 
+def error_message(error: Mapping[str, Any]) -> str:
+    """A pydantic error's message with its bound said as kstore counts (``less than or
+    equal to 2,147,483,647``, not ``2147483647``)."""
+    message = str(error["msg"])
+    for key in ("le", "ge", "lt", "gt"):
+        bound = (error.get("ctx") or {}).get(key)
+        if isinstance(bound, int) and not isinstance(bound, bool):
+            message = message.replace(f" {bound}", f" {bound:,}")
+    return message
+
+
 def invalid_field(error: Mapping[str, Any], *prefix: str, where: str = "") -> str:
     """A pydantic error (one of ``ValidationError.errors()``) as ``<path>: <message>``,
     the value given named when it is a single one (``got -1``); ``where`` stands for an
@@ -62,9 +74,10 @@ def invalid_field(error: Mapping[str, Any], *prefix: str, where: str = "") -> st
         # Its length, not its text (a 10 MB member id), counted as kstore counts.
         at_most = error.get("ctx", {}).get("max_length", 0)
         return f"{place}: at most {at_most:,} characters, not {len(given):,}"
-    text = f"{place}: {error['msg']}"
+    text = f"{place}: {error_message(error)}"
     if error["type"] != "missing" and isinstance(given, str | int | float | bool):
-        shown = json.dumps(given, ensure_ascii=False)
+        counted = isinstance(given, int) and not isinstance(given, bool)
+        shown = f"{given:,}" if counted else json.dumps(given, ensure_ascii=False)
         text += f" (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
     return text
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kstore._errors import UsageError, field_path
+from kstore._errors import UsageError, error_message, field_path
 from kstore._files import text_lines
 from kstore.model.events import (
     AssignmentCompleted,
@@ -204,7 +204,7 @@ def _data(model: type[EventData], **fields: Any) -> EventData:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = field_path((model.type_name(), *first["loc"]))
-        raise _BadEvent(field, first["msg"]) from None
+        raise _BadEvent(field, error_message(first)) from None
 
 
 class _BadEvent(Exception):

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from kstore._errors import UsageError, field_path, known_hint, nearest
+from kstore._errors import UsageError, error_message, field_path, known_hint, nearest
 from kstore._files import read_text
 from kstore._limits import (
     MAX_MEMBERS,
@@ -419,7 +419,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = tuple(first["loc"])
         where = field_path(loc) or "scenario"
-        message = first["msg"].removeprefix("Value error, ")
+        message = error_message(first).removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             near = nearest(str(loc[-1]), _keys(Scenario), n=1)
             message = "unknown key" + (f"; did you mean {near[0]}?" if near else "")

@@ -97,7 +97,7 @@ def test_size_and_depth_are_bounded() -> None:
         ),
         (
             "name: s\ntopics: {t: 1}\nmembers: [{count: 100001, topics: [t]}]\n",
-            "s:3: members[0].count: Input should be less than or equal to 100000",
+            "s:3: members[0].count: Input should be less than or equal to 100,000",
         ),
     ],
 )

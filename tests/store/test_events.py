@@ -271,6 +271,17 @@ def test_a_bad_value_is_named_by_its_path_and_given_value(
     assert str(caught.value) == expected.format("Input should be greater than or equal to 0")
 
 
+def test_a_bound_and_the_value_given_are_said_with_thousands_separators() -> None:
+    """pydantic's "less than or equal to 2147483647 (got 2147483648)" (user trial, as
+    a scenario's "members[0].count: ... 100000"): kstore says counts as 2,147,483,647."""
+    data = {"generation": 2**31, "strategy": "range", "assignment": {}}
+    with pytest.raises(EventError) as caught:
+        parse_event(envelope("AssignmentCompleted", data))
+    assert str(caught.value) == (
+        "data.generation: Input should be less than or equal to 2,147,483,647 (got 2,147,483,648)"
+    )
+
+
 def test_odd_but_well_formed_facts_are_accepted() -> None:
     double = {"generation": 1, "strategy": "x", "assignment": {"a": [["t", 0]], "b": [["t", 0]]}}
     assert parse_event(envelope("AssignmentCompleted", double)).type == "AssignmentCompleted"
