@@ -847,6 +847,23 @@ other one runs ``without_pandas``: DuckDB's first query with parameters imported
 quarter of a second of every command's start-up."""
 
 
+def _store_groups(shown: int = 8) -> str:
+    """`` The store's groups: a, b`` after a missing ``--group`` (the names otherwise
+    take another command to find); nothing when there is no store to read."""
+    if ctx_state.store is None or not ctx_state.store.is_file():
+        return ""
+    from kstore.store.log import Store
+
+    try:
+        groups = sorted({info.stream.group for info in Store(ctx_state.store).streams()})
+    except KstoreError:
+        return ""
+    if not groups:
+        return ""
+    more = f" and {len(groups) - shown:,} more (kstore streams)" if len(groups) > shown else ""
+    return f" The store's groups: {', '.join(groups[:shown])}{more}"
+
+
 def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""
     args = store_first(sys.argv[1:])
@@ -875,6 +892,9 @@ def main() -> None:
         said = exc.format_message().replace("\n", " ")
         if name == "query" and type(exc).__name__ == "NoSuchOption":  # --topic for --param
             said += "; a query's parameters are given as --param NAME=VALUE (kstore query --list)"
+        missing = getattr(exc, "param", None) if type(exc).__name__ == "MissingParameter" else None
+        if getattr(missing, "name", None) == "group":
+            said += _store_groups()
         _fail(said, 2)
     except Exception as exc:
         if (hint := missing_extra(exc)) is not None:

@@ -176,6 +176,37 @@ def test_a_10_mb_name_is_refused_as_kafka_never_carries_it(
     assert run(capsys, monkeypatch, "--store", store, "events")[1] == ""
 
 
+@pytest.mark.parametrize("command", ["compare", "advise", "state"])
+def test_a_missing_group_names_the_stores_groups(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``kstore advise`` on a store of several groups said only "Missing option
+    '--group'." (user trial): the user had to find the names with another command."""
+    store = str(tmp_path / "s.duckdb")
+    run(capsys, monkeypatch, "--store", store, "init")
+    source = tmp_path / "in.jsonl"
+    joined = {"member_id": "m", "topics": ["orders"]}
+    source.write_text(
+        "".join(
+            json.dumps({"group": g, "type": "MemberJoined", "at": "2026-01-01T00:00:00Z",
+                        "data": joined}) + "\n"
+            for g in ("payments", "orders")
+        )
+    )  # fmt: skip
+    assert run(capsys, monkeypatch, "--store", store, "append", str(source))[0] == 0
+    code, out, err = run(capsys, monkeypatch, "--store", store, command)
+    assert (code, out) == (2, "")
+    assert err == (
+        "kstore: error: Missing option '--group'. The store's groups: orders, payments\n"
+    )
+    # no store there: click's line alone
+    code, _, err = run(capsys, monkeypatch, "--store", str(tmp_path / "none.duckdb"), command)
+    assert (code, err) == (2, "kstore: error: Missing option '--group'.\n")
+
+
 def test_version_is_the_installed_distributions(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
