@@ -44,6 +44,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # click's help stops at 80 columns otherwise: at 100, each command's line was cut
+    # short ("... kstore docs..."); the terminal's width, up to 120, is used.
+    context_settings={"max_content_width": 120},
 )
 
 DEFAULT_STORE = "kstore.duckdb"

@@ -779,3 +779,16 @@ def test_state_as_json_lines_lists_topics_and_partitions_as_arrays(
         assert row["partitions"] == [f"{t}-{p}" for t, p in owned]
     code, out, _ = run(capsys, monkeypatch, "state", "--group", "g", "--format", "csv")
     assert code == 0 and all('"[' not in line for line in out.splitlines())
+
+
+def test_the_command_list_uses_a_wide_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 100 columns ``kstore --help`` cut every command's line at 80 ("Answer
+    assignment requests (the contract: kstore docs...", user trial): click's help stops
+    at 80 columns unless told more."""
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, monkeypatch, "--help")
+    assert code == 0
+    assert "Answer assignment requests (the contract: kstore docs assignment-contract)." in out
+    assert max(len(line) for line in out.splitlines()) <= 100
