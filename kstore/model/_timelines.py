@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kstore._errors import UsageError
+from kstore._limits import MAX_TEXT
 
 __all__ = ["RECORDED", "new_timeline", "replay_name"]
 
@@ -23,6 +24,7 @@ def new_timeline(name: str | None, default: str, *, replay: bool = False) -> str
         raise UsageError("--timeline: an empty name")
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise UsageError(f"--timeline {name!r}: a control character in the name")
+    _fits(name, "--timeline")
     if replay and name == RECORDED:
         raise UsageError(
             f"--timeline {RECORDED}: a replay's decisions would be read as what happened; "
@@ -35,4 +37,17 @@ def replay_name(source: str, strategy: str, *, default_source: bool) -> str:
     """The timeline of ``source`` replayed with ``strategy`` (docs/analytics.md, "Replay
     timelines"): ``replay/<strategy>`` for the group's default source,
     ``replay/<source>/<strategy>`` for any other, so two sources' replays never meet."""
-    return f"replay/{strategy}" if default_source else f"replay/{source}/{strategy}"
+    return _fits(
+        f"replay/{strategy}" if default_source else f"replay/{source}/{strategy}",
+        f"the replay of {source[:40]}{'...' if len(source) > 40 else ''}",
+    )
+
+
+def _fits(name: str, what: str) -> str:
+    """``name`` if a timeline may have it (``MAX_TEXT`` characters, as ``append`` takes)."""
+    if len(name) > MAX_TEXT:
+        raise UsageError(
+            f"{what}: a timeline's name has at most {MAX_TEXT:,} characters, "
+            f"this one would have {len(name):,}"
+        )
+    return name

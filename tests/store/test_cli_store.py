@@ -176,6 +176,36 @@ def test_a_10_mb_name_is_refused_as_kafka_never_carries_it(
     assert run(capsys, monkeypatch, "--store", store, "events")[1] == ""
 
 
+def test_a_replay_whose_name_would_pass_the_bound_of_a_timeline_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source timeline of 99,995 characters (within ``append``'s bound) was replayed as
+    ``replay/<source>/range``, 100,008 characters: the store then held a timeline that
+    ``append`` refuses, so its events could not be appended elsewhere."""
+    store = str(tmp_path / "s.duckdb")
+    run(capsys, monkeypatch, "--store", store, "init")
+    source, at = "x" * 99_995, "2026-01-01T00:00:00Z"
+    data = [
+        ("MemberJoined", {"member_id": "m", "topics": ["orders"]}),
+        ("TopicChanged", {"topic": "orders", "partitions": 2}),
+        ("AssignmentCompleted", {"generation": 1, "strategy": "range", "assignment": {}}),
+    ]
+    events = [{"group": "g", "timeline": source, "type": t, "at": at, "data": d} for t, d in data]
+    events[2]["data"]["assignment"] = {"m": [["orders", 0], ["orders", 1]]}
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(event) + "\n" for event in events))
+    assert run(capsys, monkeypatch, "--store", store, "append", str(path))[0] == 0
+    replay = ["replay", "--group", "g", "--from", source, "--strategy", "range"]
+    code, out, err = run(capsys, monkeypatch, "--store", store, *replay)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"kstore: error: the replay of {'x' * 40}...: a timeline's name has at most "
+        "100,000 characters, this one would have 100,008\n"
+    )
+    listed = run(capsys, monkeypatch, "--store", store, "query", "timelines", "--format", "csv")
+    assert listed[1].count("replay/") == 0
+
+
 @pytest.mark.parametrize("command", ["compare", "advise", "state"])
 def test_a_missing_group_names_the_stores_groups(
     command: str,
@@ -501,6 +531,7 @@ def test_commands_start_without_pandas(tmp_path: Path, command: list[str]) -> No
         ("recorded", "--timeline recorded: a replay's decisions would be read as what ", True),
         ("", "--timeline: an empty name", False),
         ("a\nb", "--timeline 'a\\nb': a control character in the name", False),
+        ("t" * 100_001, "--timeline: a timeline's name has at most 100,000 characters", False),
     ],
 )
 def test_a_replay_cannot_pose_as_the_recorded_timeline(
