@@ -409,6 +409,25 @@ def unreached(
     }
 
 
+def killed_before_writing(assignment: dict[str, Any], generation: int, members: Members) -> bool:
+    """Whether a generation no member wrote a line in is one whose callbacks reached only
+    members the soak killed before their loops wrote it (a member writes its line after
+    the poll that called it back, outside the callbacks: one killed in between leaves no
+    line, though its leader and the record have the generation). So: a killed member
+    (``until`` -1) is in it and wrote no line from it on; or one that wrote no line at
+    all was killed and the generation names a member no line names."""
+    named = {line["member"] for line in members.all_given()}
+    for index, until in members.until.items():
+        if until != -1:
+            continue
+        own = [line for line in members.given(index) if line["generation"] is not None]
+        if own and own[-1]["generation"] < generation and own[0]["member"] in assignment:
+            return True
+        if not own and set(assignment) - named:
+            return True
+    return False
+
+
 def check_record(
     events: list[Event],
     members: Members,
@@ -421,7 +440,8 @@ def check_record(
     which the live members held ``latest``):
 
     - no generation missed, none invented: the recorded generations are those the
-      recorded members reported;
+      recorded members reported, besides one whose only news went to members killed
+      before they wrote it (``killed_before_writing``);
     - what each member held in each generation is what was recorded for it then;
     - each recorded member is in every generation from its first to its last (also one
       that called it back with nothing), and in no other;
@@ -444,10 +464,11 @@ def check_record(
         for line in members.all_given()
         if line["generation"] <= settled
     }
-    assert sorted(by_generation) == sorted({g for _, g in held}), (
-        sorted(by_generation),
-        members.report(),
-    )
+    lined = {g for _, g in held}
+    unlined = [g for g in by_generation if g not in lined]
+    assert lined <= set(by_generation) and all(
+        killed_before_writing(by_generation[g], g, members) for g in unlined
+    ), (sorted(by_generation), sorted(lined), members.report())
     for (member, generation), partitions in held.items():
         assert by_generation[generation].get(member) == partitions, (member, generation)
     for index in range(len(members.outs)):
@@ -777,6 +798,47 @@ SOAK_MEMBERS_ENV = {
 leaders' decisions are the oracle of who was in each generation; the listener reads
 them too (``RecordingListener.configure``), and the merge takes a member its leader did
 not name out of a generation."""
+
+
+def test_check_record_allows_a_generation_only_a_member_killed_before_writing_had(
+    tmp_path: Path,
+) -> None:
+    """The clean-clone CI's soak (confluent, cooperative): generation 2 called back only
+    member ``b``, killed 0.6 s later, before its loop wrote the line; the record was
+    right and ``check_record`` failed on a generation no line named. Such a generation
+    passes now; one nobody killed can explain still fails."""
+    members = object.__new__(Members)
+    members.workdir, members.outs, members.killed, members.until = tmp_path, [], set(), {}
+    lines = {
+        "a": [(0, [["t", 0], ["t", 1]]), (1, [["t", 0]]), (3, [["t", 0]])],
+        "b": [(1, [["t", 1]])],
+        "c": [(3, [["t", 1]])],
+    }
+    for member, given in lines.items():
+        out = tmp_path / f"member-{len(members.outs)}.jsonl"
+        text = [json.dumps({"member": member, "generation": g, "partitions": p}) for g, p in given]
+        out.write_text("".join(line + "\n" for line in text))
+        members.outs.append(out)
+    assignments = {
+        0: {"a": [("t", 0), ("t", 1)]},
+        1: {"a": [("t", 0)], "b": [("t", 1)]},
+        2: {"a": [("t", 0)], "b": [("t", 1)]},
+        3: {"a": [("t", 0)], "c": [("t", 1)]},
+    }
+    events = [
+        Event(
+            group="g",
+            at="2026-11-28T00:00:00Z",
+            data=AssignmentCompleted(generation=g, strategy="cooperative-sticky", assignment=a),
+        )
+        for g, a in assignments.items()
+    ]
+    latest = {"a": [["t", 0]], "c": [["t", 1]]}
+    with pytest.raises(AssertionError):
+        check_record(events, members, latest, 3, replay=False)
+    members.killed.add(1)
+    members.until[1] = -1
+    check_record(events, members, latest, 3, replay=False)
 
 
 def soak(broker: Broker, store: Store, tmp_path: Path, kind: str, strategy: str) -> None:
