@@ -87,6 +87,16 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe is kstore's to end (quietly, status 0): rich's
+    own ``on_broken_pipe`` exits 1, which ``kstore compare | head -1`` met whenever the
+    table came after its title (the title read, the reader gone)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _terminal_width() -> int:
     """The width to fit a table to: standard output's terminal, else ``COLUMNS``, else
     the terminal the user reads at (standard error's: ``kstore query ... | less``, a
@@ -187,7 +197,7 @@ def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) ->
         table.add_column(Text(name), width=w, overflow="fold")
     for row in cells:
         table.add_row(*(Text(v) for v in row))
-    console = Console(
+    console = _Console(
         width=sum(widths) + overhead if width == _PIPE_WIDTH else max(width, room + overhead),
         markup=False,
         emoji=False,

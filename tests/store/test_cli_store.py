@@ -726,30 +726,53 @@ def test_the_state_tables_title_says_what_is_known_and_fits_the_terminal(tmp_pat
         assert known in "  ".join(title) and "None" not in shown, shown
 
 
-def test_a_closed_pipe_ends_the_command_quietly_with_status_0(tmp_path: Path) -> None:
-    """``kstore events | head -1`` ended with status 1 (typer's handling of EPIPE); as
-    ``cat`` ends, quietly, but with 0: the reader had what it wanted."""
-    store = tmp_path / "s.duckdb"
-    kstore = f"{sys.executable} -m kstore --store {store}"
+def _simulated_kstore(tmp_path: Path, steps: int) -> str:
+    """The command line of kstore on a store of a simulated group of 30 members."""
+    kstore = f"{sys.executable} -m kstore --store {tmp_path / 's.duckdb'}"
     made = subprocess.run(
-        f"{kstore} simulate --generate steady-churn --members 30 --steps 60",
+        f"{kstore} simulate --generate steady-churn --members 30 --steps {steps}",
         shell=True,
         capture_output=True,
         check=False,
     )
     assert made.returncode == 0, made.stderr
+    return kstore
+
+
+def _into_head(command: str) -> subprocess.CompletedProcess[str]:
+    """``command | head -1``, with the command's exit status."""
+    return subprocess.run(
+        f"{command} | head -1; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_closed_pipe_ends_the_command_quietly_with_status_0(tmp_path: Path) -> None:
+    """``kstore events | head -1`` ended with status 1 (typer's handling of EPIPE); as
+    ``cat`` ends, quietly, but with 0: the reader had what it wanted."""
+    kstore = _simulated_kstore(tmp_path, 60)
     for command in ("events", "sql 'SELECT * FROM range(1000000)' --format csv"):
         size = subprocess.run(f"{kstore} {command} | wc -c", shell=True, capture_output=True)
         assert int(size.stdout) > 200_000  # more than a pipe holds: the writer sees it closed
-        done = subprocess.run(
-            f"{kstore} {command} | head -1; exit ${{PIPESTATUS[0]}}",
-            shell=True,
-            executable="/bin/bash",
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = _into_head(f"{kstore} {command}")
         assert (done.returncode, done.stderr, done.stdout.count("\n")) == (0, "", 1), done
+
+
+def test_a_closed_pipe_after_a_tables_title_ends_with_status_0(tmp_path: Path) -> None:
+    """``kstore compare --group G | head -1`` (and every titled table) ended with status 1
+    (user trial): the title was read, the reader gone, and rich's console exited 1 by
+    itself when the table met the closed pipe. Now it ends as a closed pipe does."""
+    kstore = f"COLUMNS=400 {_simulated_kstore(tmp_path, 400)}"  # a table, not blocks
+    command = f"{kstore} query metrics --format table"
+    size = subprocess.run(command, shell=True, capture_output=True)
+    assert size.stdout.count(b"\n") > 300 and size.stdout.startswith(b"metrics\n\xe2\x94\x8f")
+    assert len(size.stdout) > 100_000  # more than a pipe holds: the table meets it closed
+    done = _into_head(command)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "metrics\n"), done
 
 
 def test_state_lists_members_and_their_partitions_sorted_in_every_format(
