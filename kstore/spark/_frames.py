@@ -46,7 +46,8 @@ StreamFunction = Callable[[list[LogRow]], pa.Table]
 
 
 def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
-    """The logs under ``folders`` as one (``export``/``ingest``/``replay`` output folders).
+    """The logs under ``folders`` as one (``export``/``ingest``/``replay`` output folders),
+    an event in several of them once.
 
     Each folder's ``events`` subfolder is read with its ``cluster=`` (and ``export``'s
     ``group_id=``) paths.
@@ -61,9 +62,14 @@ def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
     frames = [
         spark.read.schema(spark_schema()).option("basePath", path).parquet(path) for path in paths
     ]
-    return functools.reduce(
+    log = functools.reduce(
         lambda a, b: a.unionByName(b), (f.select(*EVENT_COLUMNS) for f in frames)
     )
+    # The same event in two of them is one event: ``export`` writes the store's replay
+    # timelines, and ``spark replay`` writes the same events again (same ids, same
+    # versions), so ``metrics --in LOG --in REPLAYS`` counted each of those rebalances
+    # twice (a user trial, following the README).
+    return log if len(frames) == 1 else log.dropDuplicates([*STREAM_COLUMNS, "version", "event_id"])
 
 
 def write_partitioned(
