@@ -20,7 +20,7 @@ import math
 import re
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from itertools import groupby, pairwise
@@ -100,6 +100,50 @@ def _member_ids(store: Store, group: str, cluster: str) -> set[str]:
         [cluster, group],
     ).rows
     return {row[0] for row in rows}
+
+
+# A reason that says no more than a generation (each recorder's: "generation 3",
+# "from member reports", "__consumer_offsets: generation 3") gets the kind of the facts
+# the recorder wrote before the rebalance, the first of these found among them.
+_FACT_KINDS: list[tuple[str, set[tuple[str, str | None]]]] = [
+    ("session timeout", {("MemberLeft", "session-timeout")}),
+    ("poll timeout", {("MemberLeft", "poll-timeout")}),
+    ("static rejoin", {("MemberReplaced", None)}),
+    ("leave", {("MemberLeft", "leave"), ("MemberLeft", "fenced"), ("MemberLeft", "other")}),
+    ("join", {("MemberJoined", None)}),
+    (
+        "metadata change",
+        {("SubscriptionChanged", None), ("TopicChanged", None), ("TopicDeleted", None)},
+    ),
+]
+
+
+def fact_kinds(store: Store, group: str, cluster: str) -> dict[tuple[str, int], str]:
+    """(timeline, version of an AssignmentCompleted) -> the kind of the membership and
+    topic facts since the timeline's rebalance before it (``_FACT_KINDS``), where any."""
+    rows = run_sql(
+        store,
+        "WITH facts AS ("
+        "SELECT timeline, version, type, reason FROM kstore_member_events "
+        "WHERE cluster = ? AND group_id = ? UNION ALL "
+        "SELECT timeline, version, type, NULL FROM kstore_topic_events "
+        "WHERE cluster = ? AND group_id = ?), "
+        "rebalances AS (SELECT timeline, version, "
+        "lag(version, 1, 0) OVER (PARTITION BY timeline ORDER BY version) AS after "
+        "FROM kstore_rebalances WHERE cluster = ? AND group_id = ?) "
+        "SELECT DISTINCT r.timeline, r.version, f.type, f.reason FROM rebalances r "
+        "JOIN facts f ON f.timeline = r.timeline AND f.version > r.after "
+        "AND f.version < r.version",
+        [cluster, group] * 3,
+    ).rows
+    found: dict[tuple[str, int], set[tuple[str, str | None]]] = {}
+    for timeline, version, kind, reason in rows:
+        found.setdefault((timeline, version), set()).add((kind, reason))
+    return {
+        rebalance: next(kind for kind, facts in _FACT_KINDS if facts & said)
+        for rebalance, said in found.items()
+        if any(facts & said for _, facts in _FACT_KINDS)
+    }
 
 
 def reason_kind(reason: str | None) -> str:
@@ -472,16 +516,23 @@ def _log_ticks(values: Sequence[float]) -> list[int]:
 
 
 def _reasons(
-    rows: list[dict[str, Any]], timelines: Sequence[str], members: Set[str], listed: Set[str]
+    rows: list[dict[str, Any]],
+    timelines: Sequence[str],
+    members: Set[str],
+    listed: Set[str],
+    facts: Mapping[tuple[str, int], str],
 ) -> tuple[Any, Result]:
     """Reasons by kind, a bar per timeline; the top reasons (by shape) of the timelines
     ``listed`` (those that are no replay: a replay copies its source's reasons, and 15
-    replays' copies of one reason filled the list)."""
+    replays' copies of one reason filled the list). A reason of no kind takes its
+    facts' (``fact_kinds``): every recorder's reasons were all ``other`` (a user trial)."""
     import plotly.graph_objects as go
 
-    shapes = Counter(
-        (r["timeline"], reason_kind(r["reason"]), reason_shape(r["reason"], members)) for r in rows
-    )
+    def kind_of(row: dict[str, Any]) -> str:
+        said = reason_kind(row["reason"])
+        return facts.get((row["timeline"], row["version"]), said) if said == "other" else said
+
+    shapes = Counter((r["timeline"], kind_of(r), reason_shape(r["reason"], members)) for r in rows)
     kinds = Counter[tuple[str, str]]()
     for (timeline, kind, _), n in shapes.items():
         kinds[timeline, kind] += n
@@ -871,7 +922,13 @@ def write_report(
         sections += _drawn_once(drawn)
     replayed = sources.replays()
     listed = [t for t in timelines if t not in replayed] or list(timelines)
-    reasons, top = _reasons(reasoned, timelines, _member_ids(store, group, cluster), set(listed))
+    reasons, top = _reasons(
+        reasoned,
+        timelines,
+        _member_ids(store, group, cluster),
+        set(listed),
+        fact_kinds(store, group, cluster),
+    )
     figures.append(("reasons", reasons))
     sections += ["<h2>Reasons</h2>", cut, _plot("reasons"), "<h3>Top reasons</h3>"]
     sections += [

@@ -171,6 +171,68 @@ def test_reasons_are_counted_by_shape(reason: str | None, shape: str) -> None:
     assert reason_shape(reason, members) == shape
 
 
+def test_a_recorded_reason_of_no_kind_takes_the_kind_of_its_facts(tmp_path: Path) -> None:
+    """A group recorded by kstore's kafka-python assignor (a user trial: joins, a member
+    killed, a static member restarting, a topic growing) had every rebalance's reason
+    ``generation N``, all of kind ``other`` in the report. A reason of no kind now takes
+    the kind of the facts the recorder wrote before the rebalance; a reason that says
+    its kind keeps it."""
+    base = {"cluster": "c", "group": "g", "timeline": "recorded"}
+    owned = {"a": [["t", 0]], "b": [["t", 1]], "s-1": [["t", 2]]}
+    facts: list[tuple[str, dict[str, Any]]] = [
+        ("TopicChanged", {"topic": "t", "partitions": 3}),
+        ("MemberJoined", {"member_id": "a", "topics": ["t"]}),
+        ("MemberJoined", {"member_id": "b", "topics": ["t"]}),
+        ("MemberJoined", {"member_id": "s-1", "topics": ["t"], "instance_id": "s"}),
+        ("MemberLeft", {"member_id": "b", "reason": "other"}),
+        ("MemberReplaced", {"old_member_id": "s-1", "new_member_id": "s-2", "instance_id": "s"}),
+        ("TopicChanged", {"topic": "t", "partitions": 4}),
+        ("MemberLeft", {"member_id": "a", "reason": "session-timeout"}),
+    ]
+    rounds = [[0, 1], [2], [3], [4], [5], [6], [7], []]  # facts before each rebalance
+    assignments = [
+        {"a": owned["a"] + owned["b"]},
+        {"a": owned["a"], "b": owned["b"]},
+        owned,
+        {"a": owned["a"] + owned["b"], "s-1": owned["s-1"]},
+        {"a": owned["a"] + owned["b"], "s-2": owned["s-1"]},
+        {"a": owned["a"] + owned["b"], "s-2": owned["s-1"] + [["t", 3]]},
+        {"s-2": owned["a"] + owned["b"] + owned["s-1"] + [["t", 3]]},
+        {"s-2": owned["a"] + owned["b"] + owned["s-1"] + [["t", 3]]},
+    ]
+    lines, at = [], T0
+    for generation, (taken, assignment) in enumerate(zip(rounds, assignments, strict=True)):
+        said = "removing member a on heartbeat expiration" if generation == 7 else None
+        started = {"generation": generation, "reason": said or f"generation {generation}"}
+        done = {"generation": generation, "strategy": "range", "assignment": assignment}
+        for kind, data in [facts[i] for i in taken] + [
+            ("RebalanceStarted", started),
+            ("AssignmentCompleted", done),
+        ]:
+            at += timedelta(seconds=5)
+            lines.append({**base, "type": kind, "at": at.isoformat(), "data": data})
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = tmp_path / "s.duckdb"
+    kstore(store, "init")
+    kstore(store, "append", str(source))
+    page = tmp_path / "r.html"
+    kstore(store, "report", "--group", "g", "--out", str(page))
+    text = page.read_text()
+    (bars,) = {f["id"]: f["figure"] for f in figures_of(text)}["reasons"]["data"]
+    kinds = {k: n for k, n in zip(bars["x"], bars["y"], strict=True) if n}
+    # 7: its reason says a session timeout (of a, whose leave the facts say too)
+    assert kinds == {
+        "join": 3,
+        "leave": 1,
+        "static rejoin": 1,
+        "metadata change": 1,
+        "session timeout": 2,
+    }, kinds
+    top = text.split("<h3>Top reasons</h3>", 1)[1].split("</table>", 1)[0]
+    assert "<td>recorded</td><td>join</td><td>3</td><td>generation &lt;n&gt;</td>" in top
+
+
 def _big(
     store: Store,
     group: str,
