@@ -113,6 +113,16 @@ def _read_hint(said: str, reads: Readable) -> str:
 
 
 _MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
+_DUCKDB_GUESS = re.compile(r"^(?:Candidate bindings: |Did you mean )(.+?)\??$", re.M)
+
+
+def _duckdb_guess(exc: BaseException) -> str:
+    """DuckDB's own nearest names, from the line after its first ("Candidate bindings:
+    "group_id"", "Did you mean "length"?"), as kstore says them; "" where it has none.
+    The first line alone (a user trial: ``SELECT "group"`` where the column is
+    ``group_id``) named no column, function or type to use instead."""
+    found = _DUCKDB_GUESS.search(str(exc))
+    return f"; did you mean {found[1]}?" if found else ""
 
 
 def _table_hint(db: Any, said: str) -> str:
@@ -180,9 +190,10 @@ def run_sandboxed(
         raise UsageError(f"SQL: {said} ({_read_hint(said, reads)})") from None
     except duckdb.CatalogException as exc:
         said = _first_line(exc)
-        raise UsageError(f"SQL: {said}{_table_hint(db, said)}") from None
+        hint = _table_hint(db, said) or _duckdb_guess(exc)
+        raise UsageError(f"SQL: {said}{hint}") from None
     except _USER_ERRORS as exc:
-        raise UsageError(f"SQL: {_first_line(exc)}") from None
+        raise UsageError(f"SQL: {_first_line(exc)}{_duckdb_guess(exc)}") from None
     except duckdb.Error as exc:
         if corruption(Path(), exc) is not None:
             raise  # the store's window reports it

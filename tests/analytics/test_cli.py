@@ -252,6 +252,33 @@ def test_sql_on_a_table_the_store_lacks_names_the_nearest_of_its_tables(filled: 
 
 
 @pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        (
+            'SELECT "group" FROM kstore_assignments',
+            'Binder Error: Referenced column "group" not found in FROM clause!; '
+            'did you mean "group_id", "generation"?',
+        ),
+        (
+            "SELECT lenght(cluster) FROM kstore_events",
+            "Catalog Error: Scalar Function with name lenght does not exist!; "
+            'did you mean "length"?',
+        ),
+        ("SELECT CAST(1 AS integr)", 'Catalog Error: Type with name integr does not exist!; '
+         'did you mean "integer"?'),
+    ],
+)  # fmt: skip
+def test_sql_on_a_column_or_function_the_store_lacks_names_duckdbs_guess(
+    filled: Path, sql: str, said: str
+) -> None:
+    """A user trial: ``SELECT "group" FROM kstore_assignments`` (``events`` prints the
+    column as ``group``; the tables call it ``group_id``) said only that the column was
+    not found: DuckDB's next line, its candidates, was cut with the rest."""
+    bad = _kstore(filled, "sql", sql)
+    assert (bad.returncode, bad.stderr) == (2, f"kstore: error: SQL: {said}\n")
+
+
+@pytest.mark.parametrize(
     ("args", "said"),
     [
         (["query", "timelin"], "no query 'timelin'; did you mean timeline or timelines?"),
