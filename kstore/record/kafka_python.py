@@ -244,9 +244,12 @@ def recording_assignor(
     strategy: str, store: EventStore | str | Path | None, group: str, cluster: str = "default"
 ) -> RecordingAssignor:
     """A ``RecordingAssignor`` for ``partition_assignment_strategy`` (store None: no record;
-    a path: the DuckDB store there)."""
+    a path: the DuckDB store there, which must be one this kstore writes: else
+    ``NotAStoreError`` or ``SchemaError`` now, not a traceback in the consumer's log at
+    each generation it leads while the group runs unrecorded, as a user trial found)."""
     if isinstance(store, str | Path):
         from kstore.store.log import Store
 
         store = Store(store)
+        store.check()
     return RecordingAssignor(strategy, store, group, cluster)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,7 +16,7 @@ from kstore.assignors import assign
 from kstore.model import fold
 from kstore.record.kafka_python import recording_assignor
 from kstore.store._lock import store_lock
-from kstore.store.log import Store
+from kstore.store.log import NotAStoreError, SchemaError, Store
 
 
 @dataclass
@@ -122,3 +123,19 @@ def test_a_busy_store_does_not_hold_up_the_consumer(
     done = [s.event.data.to_dict() for s in store.events() if s.event.type == "AssignmentCompleted"]
     assert [d["generation"] for d in done] == [1, 2]  # in order, none lost
     assert sorted(done[-1]["assignment"]) == ["m-1", "m-2"]
+
+
+def test_a_store_that_cannot_record_is_said_when_the_assignor_is_made(tmp_path: Path) -> None:
+    """A user trial: ``recording_assignor("range", store="typo.duckdb", ...)`` (no store
+    there) or a store of an older schema made a consumer that ran and consumed, its log
+    getting a traceback at each generation it led, nothing recorded. The assignor is
+    refused when it is made, with the line the CLI gives, before the consumer exists."""
+    with pytest.raises(NotAStoreError, match="no store here; create it with `kstore --store"):
+        recording_assignor("range", tmp_path / "typo.duckdb", "g")
+    old = Store(tmp_path / "old.duckdb")
+    old.init()
+    old.migrate("0005_rebalance_stats")
+    with pytest.raises(SchemaError, match=r"older than this kstore's .*upgrade it with"):
+        recording_assignor("range", str(old.path), "g")
+    old.init()
+    assert recording_assignor("range", str(old.path), "g").store is not None
