@@ -232,7 +232,12 @@ def _changes(
                 "protocols": [group.protocol] if group.protocol else None,
             }
             out.append(MemberJoined(**{k: v for k, v in data.items() if v is not None}))
-        elif sorted(set(known[member.member_id].topics)) != sorted(set(member.topics)):
+        elif member.subscription is not None and sorted(
+            set(known[member.member_id].topics)
+        ) != sorted(set(member.topics)):
+            # A member described without its metadata (Tansu's) has no subscription to
+            # tell: it changed nothing (it was "topics: []" over what another recorder
+            # of the group had stored, a user trial).
             out.append(SubscriptionChanged(member_id=member.member_id, topics=member.topics))
 
     if group.state != "Stable" or not described or not group.assignments_described:

@@ -293,6 +293,21 @@ def test_a_broker_that_does_not_describe_assignments_gives_membership_only() -> 
     assert DescribedGroup("g", "PreparingRebalance", "consumer", "", ()).assignments_described
 
 
+def test_a_member_described_without_its_subscription_changes_no_subscription() -> None:
+    """A user trial: the poller beside the confluent-kafka merge of the same group on
+    Tansu (members described without their metadata bytes). Once the merge had stored
+    the members' subscription (``orders``), each poll appended ``SubscriptionChanged``
+    to ``topics: []`` for every member: a subscription the poller was never told."""
+    merged = fold(diff(group(described("a", ["orders"], [("orders", 0)])), GroupState(), {}, AT))
+    assert list(merged.members["a"].topics) == ["orders"]
+    assert diff(membership_only("a"), merged, {}, AT) == []
+    # A subscription described is diffed as before.
+    moved = diff(group(described("a", ["other"], [("orders", 0)])), merged, {}, AT)
+    assert [e.data.to_dict() for e in moved if e.type == "SubscriptionChanged"] == [
+        {"member_id": "a", "topics": ["other"]}
+    ]
+
+
 def test_the_poller_says_once_and_marks_what_it_sees(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
