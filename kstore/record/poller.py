@@ -383,6 +383,14 @@ class Poller:
         """Ask the broker: the groups described, and the partition counts they need."""
         admin = self._view()
         ids = self.groups if self.groups is not None else sorted(admin.group_ids())
+        if not ids:  # --all-groups: a poller that polled nothing said nothing (user trial)
+            self._once(
+                "",
+                "no groups",
+                "the broker lists no consumer group (ListGroups); polling on until one "
+                "appears (ListGroups leaves out groups the principal may not Describe, "
+                "and some brokers list none: --group G asks for one by name)",
+            )
         described = admin.describe(ids) if ids else []
         wanted: set[str] = set()
         for group in described:

@@ -308,6 +308,22 @@ def test_a_member_described_without_its_subscription_changes_no_subscription() -
     ]
 
 
+def test_all_groups_of_a_broker_that_lists_none_is_said_once(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user trial: ``record poll --all-groups`` on Tansu (whose ListGroups lists no
+    group, though one had two members) said nothing past its start line for 35 polls."""
+    admin = FakeAdmin([[]], {})
+    poller = Poller(store, admin, groups=None)
+    with caplog.at_level("WARNING", "kstore.record"):
+        assert [poller.poll_once(AT) for _ in range(3)] == [0, 0, 0]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith("the broker lists no consumer group"), said
+    assert "--group G asks for one by name" in said[0]
+    admin.answers = [[membership_only("a")]]
+    assert poller.poll_once(AT) == 1  # a group listed later is recorded
+
+
 def test_the_poller_says_once_and_marks_what_it_sees(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
