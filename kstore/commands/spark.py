@@ -73,9 +73,15 @@ def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequ
 
 
 def _strategies(text: str) -> list[str]:
+    """The names of ``--strategies``, each one kstore knows (a typo was said only after
+    Spark had started, 8 s and its banner later: a user trial)."""
+    from kstore.analytics.replay import check_strategy
+
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
         raise UsageError("--strategies: name at least one strategy")
+    for name in names:
+        check_strategy(name)
     return list(dict.fromkeys(names))
 
 
@@ -87,10 +93,13 @@ def spark_replay(
     master: str | None,
     conf: Sequence[str],
 ) -> None:
-    from kstore.spark._frames import read_log
+    import pyspark  # noqa: F401  (a missing extra is said first)
+
+    from kstore.spark._frames import log_paths, read_log
     from kstore.spark._replay import write_replays
 
     names = _strategies(strategies)
+    log_paths(folders)  # before Spark starts
     warnings: list[str] = []
     with _session(master, conf, folders) as spark:
         count = write_replays(read_log(spark, folders), names, out, source, warnings)
@@ -102,12 +111,15 @@ def spark_replay(
 def spark_metrics(
     folders: Sequence[str], out: Path, window: str, master: str | None, conf: Sequence[str]
 ) -> None:
+    import pyspark  # noqa: F401  (a missing extra is said first)
+
     from kstore.spark._export import fresh_folder
-    from kstore.spark._frames import read_log
+    from kstore.spark._frames import log_paths, read_log
     from kstore.spark._metrics import write_metrics
 
     if window not in _WINDOWS:
         raise UsageError(f"--window: must be one of {', '.join(_WINDOWS)}, not {window!r}")
+    log_paths(folders)  # before Spark starts
     fresh_folder(out)
     with _session(master, conf, folders) as spark:
         count = write_metrics(spark, read_log(spark, folders), out, window)

@@ -18,6 +18,7 @@ __all__ = [
     "LOG_FOLDERS",
     "STREAM_COLUMNS",
     "StreamFunction",
+    "log_paths",
     "map_streams",
     "read_log",
     "write_partitioned",
@@ -45,6 +46,18 @@ StreamFunction = Callable[[list[LogRow]], pa.Table]
 """One stream's events in version order -> rows (a table of the job's output schema)."""
 
 
+def log_paths(folders: Sequence[Path | str]) -> list[str]:
+    """The ``events`` folders of the logs ``folders``; a local one that is missing is
+    a usage error (said before Spark starts, by the commands)."""
+    paths = [f"{str(folder).rstrip('/')}/events" for folder in folders]
+    if not paths:
+        raise UsageError("--in: name at least one folder")
+    for folder, path in zip(folders, paths, strict=True):
+        if "://" not in path and not Path(path).is_dir():
+            raise UsageError(f"{folder}: no events/ folder here (write one with export or ingest)")
+    return paths
+
+
 def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
     """The logs under ``folders`` as one (``export``/``ingest``/``replay`` output folders),
     an event in several of them once.
@@ -52,12 +65,7 @@ def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
     Each folder's ``events`` subfolder is read with its ``cluster=`` (and ``export``'s
     ``group_id=``) paths.
     """
-    paths = [f"{str(folder).rstrip('/')}/events" for folder in folders]
-    if not paths:
-        raise UsageError("--in: name at least one folder")
-    for folder, path in zip(folders, paths, strict=True):
-        if "://" not in path and not Path(path).is_dir():
-            raise UsageError(f"{folder}: no events/ folder here (write one with export or ingest)")
+    paths = log_paths(folders)
     fit_partitions(spark, paths)
     frames = [
         spark.read.schema(spark_schema()).option("basePath", path).parquet(path) for path in paths

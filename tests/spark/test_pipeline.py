@@ -33,7 +33,7 @@ from kstore.store.log import Store
 from tests.analytics.test_replay_not_taken_up import _said_twice
 from tests.analytics.test_replay_random import random_scenario
 from tests.spark.metrics_contract import comparable
-from tests.spark.processes import kstore_process
+from tests.spark.processes import kstore_process, process_env
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -433,3 +433,31 @@ def test_the_python_tasks_get_batches_cut_by_rows_only(spark: Any) -> None:
     # (Int.MaxValue is Spark's "no limit"); the row limit keeps the batches small.
     assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == str(2**31 - 1)
     assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "2000"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["replay", "--strategies", "sticky,stiky", "--in", "nope"],
+            "strategy: unknown strategy 'stiky'; did you mean sticky?",
+        ),
+        (["replay", "--strategies", "sticky", "--in", "nope"], "nope: no events/ folder here"),
+        (["metrics", "--in", "nope"], "nope: no events/ folder here"),
+    ],
+)
+def test_a_bad_name_or_folder_is_said_before_spark_starts(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    """``kstore spark replay --strategies stiky`` said so only after Spark had started (8 s,
+    and Spark's banner on standard error before the line: a user trial)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kstore.cli", "spark", *args, "--out", str(tmp_path / "x")],
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 2 and done.stderr.startswith(f"kstore: error: {said}"), done
+    assert len(done.stderr.splitlines()) == 1, done.stderr  # no Spark banner before it
