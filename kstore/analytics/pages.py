@@ -592,6 +592,7 @@ def _owners(
         return [], [], 0 if not versions else int(versions[0][2])
     at_of = {int(v): at for v, at, _ in versions}
     first = int(versions[0][0])
+    grown = _grown(store, key, [int(v) for v, _, _ in versions])
     found: list[tuple[int, datetime, str, int, str | None]] = []
     for (topic, partition), listed in groupby(spans, key=lambda span: (span[0], span[1])):
         # a span is [from_version, to_version) of the rebalances, as the view reads it:
@@ -601,13 +602,41 @@ def _owners(
             for _, _, member, since, until in listed
             if since in at_of
         ]
+        if not runs:
+            continue
+        # from its topic's growth to it (or, where no count says so, its first owner):
+        # before, the partition was not there to be owned, and no cell is drawn
+        begin = max(first, min(grown(topic, partition), runs[0][0]))
         owner: str | None = None
-        for version, now in _owner_changes(runs, first):
-            if version == first or now != owner:
+        for version, now in _owner_changes(runs, begin):
+            if version == begin or now != owner:
                 found.append((version, at_of[version], topic, partition, now))
                 owner = now
     found.sort()  # by version (and its time), topic, partition: one row for each
     return found, [(int(v), at) for v, at, _ in versions], int(versions[0][2])
+
+
+def _grown(store: Store, key: list[str], rebalances: list[int]) -> Callable[[str, int], int]:
+    """(topic, partition) -> the first rebalance at or after the timeline's first
+    ``TopicChanged`` that counts the partition (a topic grew: a user trial found its new
+    partitions drawn black, unowned, from the group's start); a large number where none
+    does."""
+    counts = run_sql(
+        store,
+        "SELECT topic, version, partitions FROM kstore_topic_events "
+        "WHERE cluster = ? AND group_id = ? AND timeline = ? AND type = 'TopicChanged' "
+        "ORDER BY topic, version",
+        key,
+    ).rows
+    never = 1 << 62
+
+    def grown(topic: str, partition: int) -> int:
+        said = next((v for t, v, n in counts if t == topic and n > partition), None)
+        if said is None:
+            return never
+        return next((r for r in rebalances if r >= said), never)
+
+    return grown
 
 
 def _owner_changes(
@@ -696,6 +725,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         [max(cell, key=cell.__getitem__) if cell else None for cell in line] for line in time_in
     ]
     unowned_cells = sum(1 for line in z for code in line if code == -1)
+    absent_cells = sum(1 for line in z for code in line if code is None)
     names = list(members)
     palette = [
         "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -763,6 +793,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         f"names every owner), {len(moves_x):,} moves"
         + (f" (every {_ordinal(step)} marked)" if step > 1 else "")
         + f"; black: unowned most of the column ({unowned_cells:,} cells)"
+        + (f"; blank: a partition not there yet ({absent_cells:,} cells)" if absent_cells else "")
     )
     return figure, note
 

@@ -171,12 +171,11 @@ def test_reasons_are_counted_by_shape(reason: str | None, shape: str) -> None:
     assert reason_shape(reason, members) == shape
 
 
-def test_a_recorded_reason_of_no_kind_takes_the_kind_of_its_facts(tmp_path: Path) -> None:
-    """A group recorded by kstore's kafka-python assignor (a user trial: joins, a member
-    killed, a static member restarting, a topic growing) had every rebalance's reason
-    ``generation N``, all of kind ``other`` in the report. A reason of no kind now takes
-    the kind of the facts the recorder wrote before the rebalance; a reason that says
-    its kind keeps it."""
+def _recorded_page(tmp_path: Path) -> str:
+    """The report of a group as kstore's kafka-python assignor records one (a user trial):
+    each reason ``generation N`` after the facts of the rebalance (joins, a leave, a
+    static member replaced, its topic growing from 3 partitions to 4, a session
+    timeout; generation 7's reason says its kind)."""
     base = {"cluster": "c", "group": "g", "timeline": "recorded"}
     owned = {"a": [["t", 0]], "b": [["t", 1]], "s-1": [["t", 2]]}
     facts: list[tuple[str, dict[str, Any]]] = [
@@ -218,7 +217,16 @@ def test_a_recorded_reason_of_no_kind_takes_the_kind_of_its_facts(tmp_path: Path
     kstore(store, "append", str(source))
     page = tmp_path / "r.html"
     kstore(store, "report", "--group", "g", "--out", str(page))
-    text = page.read_text()
+    return page.read_text()
+
+
+def test_a_recorded_reason_of_no_kind_takes_the_kind_of_its_facts(tmp_path: Path) -> None:
+    """A group recorded by kstore's kafka-python assignor (a user trial: joins, a member
+    killed, a static member restarting, a topic growing) had every rebalance's reason
+    ``generation N``, all of kind ``other`` in the report. A reason of no kind now takes
+    the kind of the facts the recorder wrote before the rebalance; a reason that says
+    its kind keeps it."""
+    text = _recorded_page(tmp_path)
     (bars,) = {f["id"]: f["figure"] for f in figures_of(text)}["reasons"]["data"]
     kinds = {k: n for k, n in zip(bars["x"], bars["y"], strict=True) if n}
     # 7: its reason says a session timeout (of a, whose leave the facts say too)
@@ -231,6 +239,22 @@ def test_a_recorded_reason_of_no_kind_takes_the_kind_of_its_facts(tmp_path: Path
     }, kinds
     top = text.split("<h3>Top reasons</h3>", 1)[1].split("</table>", 1)[0]
     assert "<td>recorded</td><td>join</td><td>3</td><td>generation &lt;n&gt;</td>" in top
+
+
+def test_a_partition_is_drawn_from_when_its_topic_has_it(tmp_path: Path) -> None:
+    """A user trial: a topic grown from 2 partitions to 4 had its new partitions drawn
+    black ("unowned") from the group's start, and counted in the caption's unowned
+    cells. A partition is drawn from the first rebalance its topic counts it at; one
+    that was there and nobody held stays black."""
+    text = _recorded_page(tmp_path)
+    figure = {f["id"]: f["figure"] for f in figures_of(text)}["own0"]
+    heat = figure["data"][0]
+    rows = dict(zip(heat["y"], heat["z"], strict=True))
+    grown = rows["t-3"]  # counted from generation 5, the sixth of eight rebalances
+    assert grown[0] is None and grown[-1] is not None and -1 not in grown, grown
+    assert rows["t-2"][0] == -1  # there from the start, held by nobody until generation 2
+    blank = sum(1 for code in grown if code is None)
+    assert f"; blank: a partition not there yet ({blank:,} cells)" in text
 
 
 def _big(
