@@ -295,4 +295,18 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
                     f"{known_topics[topic] - 1}, not {number}"
                 )
     elif (partition := params.get("partition")) is not None:
-        _integer("partition", partition, 0)
+        number = _integer("partition", partition, 0)
+        # No topic named: a number past every topic's partitions gave an empty table
+        # (a user trial, ``--param partition=99``), which the rule forbids.
+        sizes = run_sql(
+            store,
+            f"SELECT topic, max(partitions) FROM kstore_topic_events WHERE {where} "
+            "GROUP BY topic ORDER BY 2 DESC, 1",
+            args,
+        )
+        if sizes.rows and number >= int(sizes.rows[0][1] or 0):
+            most, count = sizes.rows[0]
+            raise UsageError(
+                f"--param partition: no topic here has a partition {number} (the most: "
+                f"topic {most!r}, partitions 0 to {int(count or 0) - 1})"
+            )

@@ -204,6 +204,22 @@ def test_times_print_as_the_events_do(filled: Path) -> None:
     assert out.stdout.splitlines()[1].startswith("2026-01-01T01:39:27.820Z,"), out.stdout
 
 
+def test_a_partition_past_every_topic_without_a_topic_is_an_error(filled: Path) -> None:
+    """A user trial: ``query partition_history --param partition=99`` (no topic named)
+    printed an empty table; a partition past its topic's was an error only with
+    ``topic``. The rule: an unknown value is an error, never an empty table."""
+    ask = ["query", "partition_history", "--group", "g", "--format", "csv"]
+    bad = _kstore(filled, *ask, "--param", "partition=6")
+    assert (bad.returncode, bad.stdout, bad.stderr) == (
+        2,
+        "",
+        "kstore: error: --param partition: no topic here has a partition 6 (the most: "
+        "topic 't', partitions 0 to 5)\n",
+    )
+    good = _kstore(filled, *ask, "--param", "partition=5")
+    assert good.returncode == 0 and len(good.stdout.splitlines()) == 2, good.stderr
+
+
 @pytest.mark.parametrize("second", ["day", "hour"])
 def test_a_param_given_twice_is_an_error(filled: Path, second: str) -> None:
     """`--param window=hour --param window=day` ran with `day`, saying nothing."""
