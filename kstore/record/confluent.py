@@ -428,6 +428,11 @@ def read_reports(directory: Path | str, group: str | None = None) -> list[Member
     that is not there, and a group of which it holds no report, are errors: an empty
     merge would read as a group that never rebalanced."""
     folder = Path(directory)
+    if folder.exists() and not folder.is_dir():  # it was "no such folder" (a user trial)
+        raise UsageError(
+            f"--reports {directory}: a file, not a folder (the folder the listeners write "
+            "their reports in)"
+        )
     if not folder.is_dir():
         raise UsageError(f"--reports {directory}: no such folder")
     reports, groups = [], set()

@@ -387,6 +387,10 @@ def test_reports_not_there_or_not_text_are_one_line(tmp_path: Any) -> None:
     # that never rebalanced; a report file of binary data was "UnicodeDecodeError".
     with pytest.raises(UsageError, match=r"^--reports .*nope: no such folder$"):
         read_reports(tmp_path / "nope")
+    # A report file named instead of its folder was "no such folder" too (a user trial).
+    (tmp_path / "one.jsonl").write_text("{}\n")
+    with pytest.raises(UsageError, match=r"^--reports .*one.jsonl: a file, not a folder \("):
+        read_reports(tmp_path / "one.jsonl")
     folder = tmp_path / "reports"
     folder.mkdir()
     report = MemberReport(
