@@ -95,6 +95,26 @@ def check_out_file(
         raise UsageError(f"{option} {text}: cannot write: {what}: {file.parent}")
 
 
+_CHUNK = 1 << 16
+
+
+def _to_stdout(text: str) -> None:
+    """``text`` on standard output, a reader gone found before "wrote" is said. In
+    pieces: one write of a whole page (0.7 MB) into a pipe whose reader left after 10
+    bytes (``| head -c 10``) wrote a pipe's worth and Python raised nothing, so kstore
+    said it had written the report (a user trial)."""
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # a text stream of a test's
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    data = text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+    for start in range(0, len(data), _CHUNK):
+        out.write(data[start : start + _CHUNK])
+        out.flush()
+
+
 def write_text(file: Path, text: str, option: str = "--out") -> None:
     """Write ``text`` to ``file`` (``-``: standard output) whole or not at all: into a file
     beside it, then renamed over it, so a full disk or a Ctrl-C leaves any earlier
@@ -103,8 +123,7 @@ def write_text(file: Path, text: str, option: str = "--out") -> None:
     through, never replaced by a regular file. A folder missing, no permission, a full
     disk: one line."""
     if str(file) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()  # a reader gone is found here, before "wrote" is said
+        _to_stdout(text)
         return
     check_out_file(file, option)
     target = Path(os.path.realpath(file))

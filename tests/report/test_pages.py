@@ -456,6 +456,24 @@ def test_fleet_page_ranks_every_group(fleet: Path, tmp_path: Path) -> None:
     assert drawn(folder / "index.html", tmp_path, "fleet.png") == 1
 
 
+def test_a_report_whose_reader_left_early_is_not_said_written(fleet: Path) -> None:
+    """``kstore report --out - | head -c 10`` said "wrote the report to standard output"
+    (a user trial): the page went out in one write, which a pipe took 64 KiB of, and
+    Python raised nothing. The reader gone ends the command as a closed pipe does."""
+    command = f"{sys.executable} -m kstore.cli --store {fleet} report --group medium --out -"
+    done = subprocess.run(
+        f"{command} | head -c 10; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "<!DOCTYPE "), done
+    whole = kstore(fleet, "report", "--group", "medium", "--out", "-")
+    assert len(whole.stdout) > 200_000 and whole.stderr.startswith("wrote the report to")
+
+
 def test_a_partial_replay_is_marked_and_compared_over_its_prefix(
     fleet: Path, tmp_path: Path
 ) -> None:
