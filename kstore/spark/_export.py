@@ -13,6 +13,7 @@ the rows of ``kstore_assignments`` of those events, read in one window.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,10 +111,21 @@ class _Export:
 
 
 def export_store(store: Store, out: Path) -> ExportResult:
-    """Write the store's log and assignment projection under ``out`` (a new folder)."""
+    """Write the store's log and assignment projection under ``out`` (a new folder).
+    Stopped part way (Ctrl-C, a full disk), what it wrote is removed: a log without its
+    assignments, or without some groups, read as whole to ``spark`` (a user trial found
+    one left by a Ctrl-C, and ``export`` again then refused the folder)."""
     fresh_folder(out)
-    export = _Export(store)
-    export.write(export.event_batches(), event_schema(), out / "events")
-    export.write(export.assignment_batches(), assignment_schema(), out / "assignments")
-    streams = export.streams()
+    made = not out.exists()
+    try:
+        export = _Export(store)
+        export.write(export.event_batches(), event_schema(), out / "events")
+        export.write(export.assignment_batches(), assignment_schema(), out / "assignments")
+        streams = export.streams()
+    except BaseException:
+        for part in ("events", "assignments"):
+            shutil.rmtree(out / part, ignore_errors=True)
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return ExportResult(export.events, export.assignments, streams)

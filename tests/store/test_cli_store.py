@@ -649,13 +649,17 @@ def test_state_of_a_group_with_one_timeline_that_is_no_replay_needs_no_timeline(
     )
 
 
-def _interrupted_inside(store: Path, method: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _interrupted_inside(
+    store: Path, method: str, *args: str, owner: str = "kstore.store.log:Store"
+) -> subprocess.CompletedProcess[str]:
     """``kstore ARGS`` with a Ctrl-C arriving once ``Store.METHOD`` has done its work inside
-    the command's transaction (rows written, nothing committed)."""
+    the command's transaction (rows written, nothing committed); ``owner``: the class
+    (``module:name``) whose method it is, ``Store`` by default."""
+    module, name = owner.split(":")
     code = (
         "import os, signal, sys\n"
         "from kstore.cli import main\n"
-        "from kstore.store.log import Store\n"
+        f"from {module} import {name} as Store\n"
         f"original = Store.{method}\n"
         "def then_ctrl_c(*args, **kwargs):\n"
         "    done = original(*args, **kwargs)\n"
@@ -672,6 +676,24 @@ def _interrupted_inside(store: Path, method: str, *args: str) -> subprocess.Comp
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def test_an_export_stopped_part_way_leaves_no_folder(tmp_path: Path) -> None:
+    """A user trial: Ctrl-C during ``kstore export --out OUT`` left ``OUT/events`` without
+    ``OUT/assignments`` (a log that reads as whole), and ``export --out OUT`` again said
+    the folder was not empty. What it wrote is removed; the same command runs again."""
+    store, out = tmp_path / "s.duckdb", tmp_path / "out"
+    made = run_process(store, "simulate", "--generate", "steady-churn", "--steps", "30")
+    assert made.returncode == 0, made.stderr
+    # Ctrl-C on the main thread as the assignments are asked for, the events written
+    ask = ["export", "--out", str(out)]
+    done = _interrupted_inside(
+        store, "assignment_batches", *ask, owner="kstore.spark._export:_Export"
+    )
+    assert (done.returncode, done.stderr) == (130, "kstore: interrupted\n")
+    assert not out.exists()
+    again = run_process(store, "export", "--out", str(out))
+    assert again.returncode == 0 and (out / "assignments").is_dir(), again.stderr
 
 
 def test_ctrl_c_of_append_and_rebuild_says_what_is_stored(tmp_path: Path) -> None:
