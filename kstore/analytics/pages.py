@@ -619,9 +619,10 @@ def _owners(
 
 def _static_owners(store: Store, key: list[str]) -> dict[str, str]:
     """Member id -> the owner it is shown as: a static member's ids, one after the other
-    (``MemberReplaced``), as one, ``<instance id> (static)``. A restart of a static
-    member showed as a move to a new owner each time (a user trial: a member restarted
-    by Tansu 7 times, "46 moves" where compare's churn said 18)."""
+    (``MemberReplaced``), as one, ``static <instance id>`` (whole in the colour bar,
+    which cuts a name past 19 characters). A restart of a static member showed as a
+    move to a new owner each time (a user trial: a member restarted by Tansu 7 times,
+    "46 moves" where compare's churn said 18)."""
     rows = run_sql(
         store,
         "SELECT json_extract_string(data, '$.old_member_id'), "
@@ -633,7 +634,7 @@ def _static_owners(store: Store, key: list[str]) -> dict[str, str]:
     ).rows
     shown: dict[str, str] = {}
     for old, new, instance in rows:
-        shown[new] = shown.setdefault(old, f"{instance} (static)")
+        shown[new] = shown.setdefault(old, f"static {instance}")
     return shown
 
 

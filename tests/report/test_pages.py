@@ -261,14 +261,14 @@ def test_a_static_members_restart_is_one_owner_and_no_move(tmp_path: Path) -> No
     """A user trial: a static member restarted (``MemberReplaced``) showed in the
     ownership view as a move of its partitions to a new owner each time, in a new colour
     ("46 moves" where compare's churn said 18). Its ids are one owner, shown by its
-    instance id, and its partitions stay put."""
+    instance id (``static s``), and its partitions stay put."""
     text = _recorded_page(tmp_path)
     figure = {f["id"]: f["figure"] for f in figures_of(text)}["own0"]
     heat, moved = figure["data"]
     names = heat["meta"]["names"]
-    assert "s (static)" in names and not {"s-1", "s-2"} & set(names), names
+    assert "static s" in names and not {"s-1", "s-2"} & set(names), names
     held = dict(zip(heat["y"], heat["z"], strict=True))["t-2"]
-    assert {names[code] for code in held if code is not None and code >= 0} == {"s (static)"}
+    assert {names[code] for code in held if code is not None and code >= 0} == {"static s"}
     assert "t-2" not in moved["y"], moved  # held by s from generation 2 to the end
     assert ", 4 moves;" in text  # t-1 from a to b, back, then to s; t-0 from a to s
 
