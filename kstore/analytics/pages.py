@@ -428,8 +428,12 @@ def _rates(
         )
         middles = [b + step / 2 for b in x]  # at the middle of its bucket, as its bars
         # Moves span orders of magnitude (a sticky replay ~15 per bucket beside its
-        # source's ~1,000): a log scale; no move is a gap (log 0 is no number).
-        moved[timeline] = (middles, [sums[b][1] or None for b in x])
+        # source's ~1,000): a log scale; no move is a gap (log 0 is no number), and so is
+        # a bucket without a rebalance: its line was drawn across four such buckets, as
+        # if partitions had moved for 45 s (a user trial).
+        gaps = [b + step for i, b in enumerate(x[:-1]) if x[i + 1] != b + step]
+        points = sorted([(b, sums[b][1] or None) for b in x] + [(b, None) for b in gaps])
+        moved[timeline] = ([b + step / 2 for b, _ in points], [m for _, m in points])
         imbalance[timeline] = (
             middles,
             [sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],

@@ -566,6 +566,28 @@ def test_a_lone_rebalance_draws_visible_bars_inside_its_bucket() -> None:
     assert drawn == {"moved": [["sim/a", "replay/b"]], "imbalance": [["sim/a", "replay/b"]]}
 
 
+def test_the_moved_line_has_a_gap_where_no_rebalance_was() -> None:
+    """A user trial: the partitions-moved line joined a bucket at 04:02:30 to one at
+    04:03:15 across four buckets in which nothing rebalanced (so nothing moved), reading
+    as 45 s of moves. A bucket without a rebalance is a gap, as one of no move is."""
+    from kstore.analytics.pages import _rates
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    seconds = [0, 10, 60, 70]
+    metrics = [
+        {"timeline": "recorded", "at": at + timedelta(seconds=s), "moved": 4, "imbalance": 1}
+        for s in seconds
+    ]
+    figure, step, _ = _rates(metrics, ["recorded"])
+    moved, imbalance = (t for t in figure.data if t.type == "scatter")
+    assert step == "5 s"
+    # the buckets at 0 and 10 s have one without a rebalance between them: a gap each
+    assert list(moved.y) == [4, None, 4, None, 4, None, 4], moved.y
+    gap = [datetime.fromisoformat(str(x)) for x in moved.x][3]
+    assert gap.replace(tzinfo=UTC) == at + timedelta(seconds=17.5)  # the middle of 15-20 s
+    assert None not in imbalance.y  # the imbalance holds between rebalances: one line
+
+
 def test_a_replays_few_moves_read_beside_its_sources_many() -> None:
     """A user trial: a sticky replay moved ~15 partitions per bucket beside the source's
     ~1,000, and its bars lay flat on zero. The moved row is a log scale, said so, each
