@@ -239,12 +239,28 @@ class HashSetOrder(Generic[K]):
     ``treeified`` turns true so a caller can tell.
     """
 
-    __slots__ = ("_bins", "_capacity", "_hashes", "_heap", "_next_ticket", "_tickets", "treeified")
+    __slots__ = (
+        "_bins",
+        "_capacity",
+        "_hash_of",
+        "_hashes",
+        "_heap",
+        "_next_ticket",
+        "_tickets",
+        "_unplaced",
+        "treeified",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, hash_of: Callable[[K], int] | None = None) -> None:
         self._capacity = 16
+        self._hash_of = hash_of
+        """Each key's ``hashCode()``, for keys added without one (``add``)."""
         self._hashes: dict[K, int] = {}
+        """The placed keys' hashes."""
         self._tickets: dict[K, int] = {}
+        self._unplaced: dict[K, int] = {}
+        """Keys added without a hash to a table of 64 buckets or more, with their tickets:
+        their buckets are found when the order is first asked for (``first``)."""
         self._bins: dict[int, int] = {}
         self._heap: list[tuple[int, int, K]] = []
         self._next_ticket = 0
@@ -256,16 +272,45 @@ class HashSetOrder(Generic[K]):
     def __contains__(self, key: K) -> bool:
         return key in self._tickets
 
-    def add(self, key: K, java_hash: int) -> None:
-        """``set.add(key)`` for a key whose ``hashCode()`` is ``java_hash``."""
-        if key in self._tickets:
+    def add(self, key: K, java_hash: int | None = None) -> None:
+        """``set.add(key)`` for a key whose ``hashCode()`` is ``java_hash`` (``None``: the
+        set's ``hash_of(key)``).
+
+        Without a hash, in a table of 64 buckets or more (which only the size doubles),
+        the key's bucket is found only when the order is asked for, and a key removed
+        before that is never hashed (a scaled group's members, fifty joins a decision,
+        each a 42-character member id, while its leader stays). ``treeified`` counts a
+        key's bin only once it is placed.
+        """
+        tickets = self._tickets
+        if key in tickets:
             return
+        ticket = tickets[key] = self._next_ticket
+        self._next_ticket += 1
+        capacity = self._capacity
+        bucket = None
+        if java_hash is not None or capacity < _MIN_TREEIFY_CAPACITY:
+            bucket = self._place(key, self._hash(key) if java_hash is None else java_hash)
+        else:
+            self._unplaced[key] = ticket
+        if len(tickets) > self._capacity * 3 // 4:
+            self._capacity *= 2
+        if self._capacity != capacity:
+            self._rebuild()
+        elif bucket is not None:
+            heapq.heappush(self._heap, (bucket, ticket, key))
+
+    def _hash(self, key: K) -> int:
+        if self._hash_of is None:
+            raise TypeError("a HashSetOrder made without hash_of takes each key's hash")
+        return self._hash_of(key)
+
+    def _place(self, key: K, java_hash: int) -> int:
+        """The key's bucket in the table as it is, its hash kept and its bin counted: a
+        bin past 8 entries doubles a table of fewer than 64 buckets, or is treeified."""
         capacity = self._capacity
         bucket = spread(java_hash) & (capacity - 1)
-        ticket = self._next_ticket
-        self._next_ticket += 1
         self._hashes[key] = java_hash
-        self._tickets[key] = ticket
         in_bin = self._bins.get(bucket, 0)
         self._bins[bucket] = in_bin + 1
         if in_bin >= _TREEIFY_THRESHOLD:
@@ -273,20 +318,28 @@ class HashSetOrder(Generic[K]):
                 self._capacity *= 2
             else:
                 self.treeified = True
-        if len(self._tickets) > self._capacity * 3 // 4:
-            self._capacity *= 2
-        if self._capacity != capacity:
-            self._rebuild()
-        else:
-            heapq.heappush(self._heap, (bucket, ticket, key))
+        return bucket
+
+    def _place_unplaced(self) -> None:
+        """Every key added without a hash gets its bucket (the table is 64 buckets or
+        more: placing never doubles it)."""
+        unplaced, heap = self._unplaced, self._heap
+        for key, ticket in unplaced.items():
+            heapq.heappush(heap, (self._place(key, self._hash(key)), ticket, key))
+        unplaced.clear()
 
     def remove(self, key: K) -> None:
         """``set.remove(key)``; the key must be present."""
         del self._tickets[key]
-        self._bins[spread(self._hashes.pop(key)) & (self._capacity - 1)] -= 1
+        if key in self._unplaced:
+            del self._unplaced[key]
+        else:
+            self._bins[spread(self._hashes.pop(key)) & (self._capacity - 1)] -= 1
 
     def first(self) -> K:
         """``set.iterator().next()``; the set must not be empty."""
+        if self._unplaced:
+            self._place_unplaced()
         heap = self._heap
         tickets = self._tickets
         while True:
@@ -297,15 +350,18 @@ class HashSetOrder(Generic[K]):
 
     def signature(self) -> tuple[int, tuple[K, ...]]:
         """The table size and iteration order: all that decides the set's future answers."""
+        if self._unplaced:
+            self._place_unplaced()
         mask = self._capacity - 1
         hashes = self._hashes
         order = sorted((spread(hashes[k]) & mask, t, k) for k, t in self._tickets.items())
         return self._capacity, tuple(k for _, _, k in order)
 
     def _rebuild(self) -> None:
+        # The placed keys (``_hashes``: each present key but those still unplaced).
         mask = self._capacity - 1
-        hashes = self._hashes
-        self._heap = [(spread(hashes[k]) & mask, t, k) for k, t in self._tickets.items()]
+        tickets = self._tickets
+        self._heap = [(spread(h) & mask, tickets[k], k) for k, h in self._hashes.items()]
         heapq.heapify(self._heap)
         bins: dict[int, int] = {}
         for bucket, _, _ in self._heap:

@@ -248,6 +248,57 @@ def test_hash_set_first_is_lowest_bucket_then_oldest(ops: list[tuple[bool, int]]
             assert s.first() == want
 
 
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(("add", "add", "remove", "first")), st.integers(0, 150)),
+        min_size=100,
+        max_size=400,
+    ),
+    st.one_of(st.sampled_from((64, 128, 1024)), st.integers(1, 4000)),
+    st.integers(0, 2**20),
+)
+@settings(max_examples=100, deadline=None)
+def test_hash_set_keys_hashed_when_asked_answer_as_keys_hashed_at_once(
+    ops: list[tuple[str, int]], spreading: int, offset: int
+) -> None:
+    # Keys added without their hash (``hash_of``) are placed once the order is asked
+    # for: every answer, the table's size and its order are those of a set given each
+    # key's hash as it is added. A power of two for ``spreading`` makes long bins.
+    def java_hash(key: int) -> int:
+        return (key + offset) * spreading
+
+    at_once: HashSetOrder[int] = HashSetOrder()
+    later: HashSetOrder[int] = HashSetOrder(java_hash)
+    for op, key in ops:
+        if op == "add":
+            at_once.add(key, java_hash(key))
+            later.add(key)
+        elif op == "remove" and key in at_once:
+            at_once.remove(key)
+            later.remove(key)
+        elif op == "first" and len(at_once):
+            assert later.first() == at_once.first()
+        assert len(later) == len(at_once)
+    assert later.signature() == at_once.signature()
+    assert not later.treeified or at_once.treeified
+
+
+def test_hash_set_key_removed_before_the_order_is_asked_is_never_hashed() -> None:
+    hashed: list[int] = []
+
+    def java_hash(key: int) -> int:
+        hashed.append(key)
+        return key * 7919
+
+    s: HashSetOrder[int] = HashSetOrder(java_hash)
+    for key in range(100):  # 64 buckets from the 26th key on, 256 from the 97th
+        s.add(key)
+    for key in range(99, 59, -1):
+        s.remove(key)
+    assert s.first() == min(range(60), key=lambda k: (spread(k * 7919) & 255, k))
+    assert sorted(hashed) == list(range(60))  # the forty removed: never
+
+
 # --- the constrained path's round robin, pass by pass vs Kafka's loop -----------------
 
 

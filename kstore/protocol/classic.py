@@ -139,7 +139,7 @@ class ClassicGroupSim(GroupSim):
         self.awaiting: set[str] = set()
         self.new_member_added = False
         self.static: dict[str, str] = {}
-        self.order: HashSetOrder[str] = HashSetOrder()
+        self.order: HashSetOrder[str] = HashSetOrder(string_hash)
         self.preferences: Counter[tuple[str, ...]] = Counter()
         """The members' protocol lists (in preference order), each with how many give it."""
         self.assigned_topics: dict[str, int] = {}
@@ -186,7 +186,7 @@ class ClassicGroupSim(GroupSim):
                 rebalance_timeout_ms=self.settings.max_poll_interval_ms,
             )
         )
-        self.order.add(member_id, string_hash(member_id))
+        self.order.add(member_id)
         self.preferences[spec.protocols] += 1
         if self.leader is None:
             self.leader = member_id
@@ -599,7 +599,7 @@ class ClassicGroupSim(GroupSim):
         self.bind(client, new)
         self.queue.cancel(f"expire:{old}")
         self.order.remove(old)
-        self.order.add(new, string_hash(new))
+        self.order.add(new)
         self.static[spec.instance_id] = new
         if self.leader == old:
             self.leader = new
@@ -830,10 +830,10 @@ class ClassicGroupSim(GroupSim):
     def on_coordinator_moved(self) -> None:
         # The new coordinator loads the group from the log (here: the fold) and gives
         # every member a fresh session deadline.
-        self.order = HashSetOrder()
+        self.order = HashSetOrder(string_hash)
         self.static = {}
         for member_id, member in self.state.members.items():
-            self.order.add(member_id, string_hash(member_id))
+            self.order.add(member_id)
             if member.instance_id is not None:
                 self.static[member.instance_id] = member_id
             if not self._heartbeating(member_id):
