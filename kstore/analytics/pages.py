@@ -16,7 +16,6 @@ import gzip
 import hashlib
 import html
 import json
-import math
 import re
 import shlex
 from collections import Counter, defaultdict
@@ -38,6 +37,7 @@ from kstore.store.log import Store
 
 __all__ = [
     "BUCKETS",
+    "KEY_OWNERS",
     "MOVE_MARKERS",
     "OWNERSHIP_COLUMNS",
     "OWNERSHIP_PARTITIONS",
@@ -52,6 +52,7 @@ BUCKETS = 300
 OWNERSHIP_PARTITIONS = 200
 OWNERSHIP_COLUMNS = 300
 MOVE_MARKERS = 3000
+KEY_OWNERS = 30
 LIST_ROWS = 50
 
 # First match wins: Kafka's texts name a LeaveGroup for a poll timeout too.
@@ -279,6 +280,10 @@ _STYLE = (
     "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
     ".partial{color:#a40000;font-weight:bold}"
+    # an ownership view's key: owners named whole, wrapping at any width
+    ".key{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:85%;margin:0 0 0.5em 60px}"
+    ".key span{overflow-wrap:anywhere}.key i{display:inline-block;width:11px;height:11px;"
+    "margin-right:4px;vertical-align:-1px}"
     # A table wider than the page scrolls inside itself; a shadow on the side where more
     # of it is says so (the covers move with the content, the shadows stay at the edges).
     "table{background:linear-gradient(to right,#fff 30%,#fff0),"
@@ -361,13 +366,11 @@ def _ordinal(n: int) -> str:
     return f"{n:,}{suffix}"
 
 
-def _equal_lines(
-    series: dict[str, tuple[list[datetime], list[float | None]]],
-) -> list[list[str]]:
+def _equal_lines(series: Mapping[str, tuple[Sequence[Any], Sequence[Any]]]) -> list[list[str]]:
     """The timelines of ``series`` grouped by equal lines (the same points), in their
     order: 15 timelines of an advised group draw 3 or 4 distinct moves lines, and drawn
     one over another (widest first, dashed) they were a thick striped band at 800 px."""
-    groups: dict[tuple[tuple[datetime, float | None], ...], list[str]] = {}
+    groups: dict[tuple[tuple[Any, Any], ...], list[str]] = {}
     for timeline, (x, y) in series.items():
         groups.setdefault(tuple(zip(x, y, strict=True)), []).append(timeline)
     return list(groups.values())
@@ -375,9 +378,15 @@ def _equal_lines(
 
 def _rates(
     metrics: list[dict[str, Any]], timelines: Sequence[str]
-) -> tuple[Any, str, dict[str, list[list[str]]]]:
-    """The rates figure, its bucket said as a reader says it, and by line (moved,
-    imbalance) the timelines of each line drawn (equal lines drawn once, the first's)."""
+) -> tuple[Any, str, dict[str, list[list[str]]], list[str]]:
+    """The rates figure, its bucket said as a reader says it, by panel (rebalances,
+    moved, imbalance) the timelines of each series drawn (equal series drawn once, the
+    first's), and the timelines the legend names (those drawn somewhere).
+
+    Rebalances: the first timeline (the source) as bars, every other timeline whose
+    counts differ from it as a line over them. 15 timelines' bars side by side were 15
+    coloured slivers per bucket (a user trial); replays mostly count their source's
+    rebalances (a cooperative one adds its follow-up rounds), so few lines remain."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -396,13 +405,10 @@ def _rates(
             "average imbalance (max - min load)",
         ),
     )
-    # Bars sized in time, each timeline's side by side inside its bucket: plotly sizes
-    # bars from the gaps between them, which one lone bucket does not have.
-    bucket_ms = step.total_seconds() * 1000
-    width = bucket_ms * 0.8 / max(1, len(timelines))
+    counts: dict[str, tuple[list[datetime], list[float | None]]] = {}
     moved: dict[str, tuple[list[datetime], list[float | None]]] = {}
     imbalance: dict[str, tuple[list[datetime], list[float | None]]] = {}
-    for index, timeline in enumerate(timelines):
+    for timeline in timelines:
         sums: dict[datetime, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
         for row in metrics:
             if row["timeline"] == timeline:
@@ -413,20 +419,17 @@ def _rates(
                     bucket[2] += row["imbalance"]
                     bucket[3] += 1
         x = sorted(sums)
-        figure.add_trace(
-            go.Bar(
-                x=x,
-                y=[sums[b][0] for b in x],
-                width=width,
-                offset=bucket_ms * 0.1 + index * width,
-                name=timeline,
-                legendgroup=timeline,
-                marker_color=_colour(index),  # one colour per timeline in all three plots
-            ),
-            row=1,
-            col=1,
-        )
         middles = [b + step / 2 for b in x]  # at the middle of its bucket, as its bars
+        # no rebalance in a bucket between two is a count of 0 there: a line drawn
+        # straight across such buckets read as rebalances all along
+        zeros = {
+            edge
+            for here, after in pairwise(x)
+            if after != here + step
+            for edge in (here + step, after - step)
+        }
+        counted = sorted([(b, sums[b][0]) for b in x] + [(b, 0) for b in zeros])
+        counts[timeline] = ([b + step / 2 for b, _ in counted], [n for _, n in counted])
         # Moves span orders of magnitude (a sticky replay ~15 per bucket beside its
         # source's ~1,000): a log scale; no move is a gap (log 0 is no number), and so is
         # a bucket without a rebalance: its line was drawn across four such buckets, as
@@ -438,18 +441,49 @@ def _rates(
             middles,
             [sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],
         )
+    legend: list[str] = []
+
+    def named(timeline: str) -> bool:
+        """Whether ``timeline``'s trace is its first (the one the legend names)."""
+        if timeline in legend:
+            return False
+        legend.append(timeline)
+        return True
+
+    # Bars sized in time: plotly sizes bars from the gaps between them, which one lone
+    # bucket does not have.
+    bucket_ms = step.total_seconds() * 1000
+    source = timelines[0]
+    x, y = counts[source]
+    figure.add_trace(
+        go.Bar(
+            x=[m - step / 2 for m in x],
+            y=y,
+            width=bucket_ms * 0.8,
+            offset=bucket_ms * 0.1,
+            name=source,
+            legendgroup=source,
+            showlegend=named(source),
+            marker_color=_colour(0),  # one colour per timeline in all three plots
+            hovertemplate="%{y:,} rebalances<extra>%{fullData.name}</extra>",
+        ),
+        row=1,
+        col=1,
+    )
     plotted = [m for _, y in moved.values() for m in y if m]  # the log axis's ticks
     equal: dict[str, list[list[str]]] = {}
-    for plot, series, what in ((2, moved, "moved"), (3, imbalance, "imbalance")):
+    for plot, series, what in ((1, counts, "rebalances"), (2, moved, "moved"),
+                               (3, imbalance, "imbalance")):  # fmt: skip
         groups = equal[what] = _equal_lines(series)
-        for rank, names in enumerate(groups):
+        lines = [names for names in groups if plot > 1 or source not in names]
+        for rank, names in enumerate(lines):
             x, y = series[names[0]]
             # Distinct lines that meet (a replay's imbalance and its source's, for a
             # while) are drawn widest first, the later ones dashed, each showing around
             # and between the dashes of the next: 1.5 px wider each, up to 9 px.
             line = {
                 "color": _colour(timelines.index(names[0])),
-                "width": 1.5 + min(1.5, 7.5 / max(1, len(groups) - 1)) * (len(groups) - 1 - rank),
+                "width": 1.5 + min(1.5, 7.5 / max(1, len(lines) - 1)) * (len(lines) - 1 - rank),
                 "dash": _DASHES[rank % len(_DASHES)],
             }
             also = f" (also {len(names) - 1:,} more: see the note)" if len(names) > 1 else ""
@@ -462,7 +496,7 @@ def _rates(
                     marker={"size": 7 if len(x) <= _MARKED else _lone(y, 6)},
                     name=names[0],
                     legendgroup=names[0],
-                    showlegend=False,
+                    showlegend=named(names[0]),
                     line=line,
                     hovertemplate=f"%{{y:,}} {what}<extra>%{{fullData.name}}{also}</extra>",
                 ),
@@ -470,8 +504,7 @@ def _rates(
                 col=1,
             )
     figure.update_layout(
-        barmode="group",
-        **_legend_above("Rates per time bucket (drag to zoom)", timelines, 600),
+        **_legend_above("Rates per time bucket (drag to zoom)", legend, 600),
     )
     figure.update_yaxes(
         type="log",
@@ -484,22 +517,25 @@ def _rates(
     figure.update_xaxes(rangeslider={"visible": True, "thickness": 0.05}, row=3, col=1)
     # a bucket's width either side, so that one bucket alone is not stretched edge to edge
     figure.update_xaxes(range=[start - step, _floor(end, start, step) + 2 * step])
-    return figure, format_span(step), equal
+    return figure, format_span(step), equal, legend
 
 
 def _drawn_once(drawn: dict[str, list[list[str]]]) -> list[str]:
-    """A note naming the timelines whose lines were drawn once (``_rates``), if any."""
+    """A note naming the timelines whose series were drawn once (``_rates``,
+    ``_reasons``), if any: a line per panel (one paragraph of three panels' groups was
+    a wall of names)."""
     said = [
-        f"{what}: " + "; ".join(f"{' = '.join(names)}" for names in groups if len(names) > 1)
+        f"<li>{html.escape(what)}: "
+        + html.escape("; ".join(" = ".join(names) for names in groups if len(names) > 1))
+        + "</li>"
         for what, groups in drawn.items()
         if any(len(names) > 1 for names in groups)
     ]
     if not said:
         return []
     return [
-        "<p class='note'>equal lines drawn once, in the first one's colour: "
-        + html.escape(" | ".join(said))
-        + "</p>"
+        "<div class='note'>equal series drawn once, as the first one (its bars or its "
+        f"line, in its colour):<ul>{''.join(said)}</ul></div>"
     ]
 
 
@@ -525,8 +561,9 @@ def _reasons(
     members: Set[str],
     listed: Set[str],
     facts: Mapping[tuple[str, int], str],
-) -> tuple[Any, Result]:
-    """Reasons by kind, a bar per timeline; the top reasons (by shape) of the timelines
+) -> tuple[Any, Result, list[list[str]]]:
+    """Reasons by kind, a bar per timeline (timelines of equal counts one bar: the
+    groups are returned); the top reasons (by shape) of the timelines
     ``listed`` (those that are no replay: a replay copies its source's reasons, and 15
     replays' copies of one reason filled the list). A reason of no kind takes its
     facts' (``fact_kinds``): every recorder's reasons were all ``other`` (a user trial)."""
@@ -541,24 +578,31 @@ def _reasons(
     for (timeline, kind, _), n in shapes.items():
         kinds[timeline, kind] += n
     figure = go.Figure()
-    for index, timeline in enumerate(timelines):
+    # Timelines of equal counts (a replay copies its source's reasons) share one bar:
+    # 15 timelines drew 15 slivers per kind, 14 of them the source's again.
+    counted = {t: (REASON_KINDS, [kinds[t, k] for k in REASON_KINDS]) for t in timelines}
+    groups = _equal_lines(counted)
+    for names in groups:
+        also = f" (also {len(names) - 1:,} more: see the note)" if len(names) > 1 else ""
         figure.add_trace(
             go.Bar(
                 x=REASON_KINDS,
-                y=[kinds[timeline, k] for k in REASON_KINDS],
-                name=timeline,
-                legendgroup=timeline,  # the legend packed in rows as the rates' is
-                marker_color=_colour(index),  # as in the rates
+                y=counted[names[0]][1],
+                name=names[0],
+                legendgroup=names[0],  # the legend packed in rows as the rates' is
+                marker_color=_colour(timelines.index(names[0])),  # as in the rates
+                hovertemplate=f"%{{y:,}} rebalances<extra>%{{fullData.name}}{also}</extra>",
             )
         )
     figure.update_layout(
-        barmode="group", **_legend_above("Rebalance reasons by kind", timelines, 260)
+        barmode="group",
+        **_legend_above("Rebalance reasons by kind", [names[0] for names in groups], 260),
     )
     top = Result(
         ["timeline", "kind", "rebalances", "reason"],  # the count before the long text
         [(t, k, n, reason) for (t, k, reason), n in shapes.most_common() if t in listed][:15],
     )
-    return figure, top
+    return figure, top, groups
 
 
 def _owners(
@@ -694,16 +738,17 @@ def _owner_changes(
     return points
 
 
-def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[Any, str]:
-    """Partition by time, coloured by owner (named on hover and in the colour bar),
-    black where nobody owns it, an x where it moved."""
+def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[Any, str, str]:
+    """Partition by time, coloured by owner (named on hover and, for the
+    ``KEY_OWNERS`` holding most, in the key: HTML under the plot), black where nobody
+    owns it, an x where it moved; the figure, its note and its key."""
     import plotly.graph_objects as go
 
     found, moments, total = _owners(store, group, cluster, timeline)
     partitions = sorted({(t, p) for _, _, t, p, _ in found})
     row_of = {tp: i for i, tp in enumerate(partitions)}
     if not found:
-        return None, "no assignment"
+        return None, "no assignment", ""
     start, end = moments[0][1], moments[-1][1]
     columns = min(OWNERSHIP_COLUMNS, max(50, 4 * len(moments)))
     width = max(end - start, timedelta(seconds=1)) / columns
@@ -769,15 +814,14 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
                 held[code] += spent
     y = [f"{t}-{p}" for t, p in partitions]
     height = max(420, min(1400, 12 * len(y) + 160))
-    # The colour bar names up to 30 owners, those holding most, each a line (14 px) from
-    # the next: a code is (plot height) / (n + 1) tall, and neighbours' names overlapped.
-    apart = math.ceil(14 * (n + 1) / (height - 180))
-    ticks = [-1]
-    for code in sorted(held, key=held.__getitem__, reverse=True):
-        if len(ticks) > 30:
-            break
-        if code >= 0 and all(abs(code - tick) >= apart for tick in ticks):
-            ticks.append(code)
+    # The owners holding most, named whole in a key under the plot (HTML, wrapping at any
+    # width): a colour bar beside the plot cut the names (a member id's UUID took half
+    # a narrow page) and took the plot's width at 800 px.
+    keyed = sorted((c for c in held if c >= 0), key=held.__getitem__, reverse=True)[:KEY_OWNERS]
+    key = "".join(
+        f"<span><i style='background:{colours[code + 1]}'></i>{html.escape(label)}</span>"
+        for code, label in [(-1, "unowned"), *((c, names[c]) for c in keyed)]
+    )
     step = max(1, -(-len(moves_x) // MOVE_MARKERS))
     figure = go.Figure(
         go.Heatmap(
@@ -789,11 +833,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
             colorscale=scale,
             meta={"names": names},
             hovertemplate="%{y} at %{x}: %{text}<extra></extra>",
-            colorbar={
-                "title": "owner",
-                "tickvals": ticks,
-                "ticktext": ["unowned", *_labels([names[c] for c in ticks[1:]], names)],
-            },
+            showscale=False,
         )
     )
     figure.add_trace(
@@ -815,25 +855,13 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         f"{len(partitions):,} of {total:,} partitions, {counted(len(moments), 'rebalance')}, "
         f"{columns:,} columns of {format_span(width)} each showing who held the partition "
         "longest in it; "
-        f"{len(names):,} owners (the colour bar names up to 30 holding most, a line apart; hover "
-        f"names every owner), {len(moves_x):,} moves"
+        f"{len(names):,} owners (the key names the {len(keyed):,} holding most; hover names "
+        f"every owner), {len(moves_x):,} moves"
         + (f" (every {_ordinal(step)} marked)" if step > 1 else "")
         + f"; black: unowned most of the column ({unowned_cells:,} cells)"
         + (f"; blank: a partition not there yet ({absent_cells:,} cells)" if absent_cells else "")
     )
-    return figure, note
-
-
-def _labels(shown: Sequence[str], names: Sequence[str], keep: int = 18) -> list[str]:
-    """``shown`` cut to ``keep`` characters and "…", longer where another of ``names``
-    starts the same (a member id's UUID took half a narrow page); hover names them whole."""
-    out = []
-    for name in shown:
-        n = keep
-        while n < len(name) - 1 and any(o != name and o.startswith(name[:n]) for o in names):
-            n += 1
-        out.append(name if n >= len(name) - 1 else name[:n] + "…")
-    return out
+    return figure, note, f"<div class='key'>{key}</div>"
 
 
 def _storms(rows: list[dict[str, Any]]) -> Result:
@@ -973,13 +1001,13 @@ def write_report(
         sections += [f"<p class='verdict'>{html.escape(v)}</p>" for v in verdict(found, source)]
     told(1, parts)
     if rated:
-        rates, step, drawn = _rates(rated, timelines)
+        rates, step, drawn, _ = _rates(rated, timelines)
         figures.append(("rates", rates))
         sections += [f"<h2>Rates (per {html.escape(step)})</h2>", cut, _plot("rates")]
         sections += _drawn_once(drawn)
     replayed = sources.replays()
     listed = [t for t in timelines if t not in replayed] or list(timelines)
-    reasons, top = _reasons(
+    reasons, top, kinds_drawn = _reasons(
         reasoned,
         timelines,
         _member_ids(store, group, cluster),
@@ -987,7 +1015,8 @@ def write_report(
         fact_kinds(store, group, cluster),
     )
     figures.append(("reasons", reasons))
-    sections += ["<h2>Reasons</h2>", cut, _plot("reasons"), "<h3>Top reasons</h3>"]
+    sections += ["<h2>Reasons</h2>", cut, _plot("reasons")]
+    sections += [*_drawn_once({"reasons": kinds_drawn}), "<h3>Top reasons</h3>"]
     sections += [
         f"<p class='note'>of {html.escape(', '.join(listed))}"
         + (" (replays copy their source's reasons)" if len(listed) < len(timelines) else "")
@@ -998,10 +1027,10 @@ def write_report(
     told(2, parts)
     sections.append("<h2>Ownership</h2>")
     for i, timeline in enumerate(timelines):
-        figure, note = _ownership(store, group, cluster, timeline)
+        figure, note, key = _ownership(store, group, cluster, timeline)
         if figure is not None:
             figures.append((f"own{i}", figure))
-            sections += [_plot(f"own{i}"), f"<p class='note'>{html.escape(note)}</p>"]
+            sections += [_plot(f"own{i}"), key, f"<p class='note'>{html.escape(note)}</p>"]
         told(3 + i, parts)
     storms = _storms(rebalances)
     sections += [

@@ -3,19 +3,22 @@ folder, a simulated group's source among its replays, many timelines on one page
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import stat
 import subprocess
 import threading
+from datetime import UTC, datetime, timedelta
+from itertools import combinations
 from pathlib import Path
 
 import pytest
 
-from kstore.analytics.pages import _ordinal
+from kstore.analytics.pages import BUCKETS, _ordinal, _rates
 from tests.processes import kstore_cli
-from tests.report.test_pages import figures_of
+from tests.report.test_pages import chromium, figures_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -163,12 +166,29 @@ def test_a_simulated_groups_report_puts_its_source_first_and_advises_from_it(
 def test_many_timelines_differ_in_colour_and_their_legend_stays_under_the_title(
     advised_page: str,
 ) -> None:
+    """15 timelines drew 15 coloured bars per bucket (rates) and per kind (reasons),
+    unreadable (a user trial). Now the source's rebalances are bars and each replay
+    that counts otherwise a line over them; equal series (reasons too) are drawn once
+    and named in a note; every timeline drawn has its own colour and legend entry."""
     by_id = {f["id"]: f["figure"] for f in figures_of(advised_page)}
+    rates = by_id["rates"]["data"]
+    (bars,) = [t for t in rates if t["type"] == "bar"]
+    assert bars["name"] == "sim/flapping-member"
+    counted = [t for t in rates if t["type"] == "scatter" and t["yaxis"] == "y"]
+    assert 0 < len(counted) < 14, [t["name"] for t in counted]
+    assert all(t["y"] != bars["y"] for t in counted)  # a replay equal to its source: no line
+    assert len({tuple(t["y"]) for t in counted}) == len(counted)
+    reasons = by_id["reasons"]["data"]
+    assert 0 < len(reasons) < 15 and len({tuple(t["y"]) for t in reasons}) == len(reasons)
+    note = re.search(r"<div class='note'>equal series drawn once.*?</div>", advised_page)
+    assert note is not None and "<li>rebalances: sim/flapping-member = " in note.group(0)
     for ident in ("rates", "reasons"):
         layout = by_id[ident]["layout"]
-        bars = [t for t in by_id[ident]["data"] if t["type"] == "bar"]
-        colours = [t["marker"]["color"] for t in bars]
-        assert len(bars) == 15 and len(set(colours)) == 15, colours  # 10 repeated before
+        named = [t for t in by_id[ident]["data"] if t.get("showlegend", True)]
+        assert len({t["name"] for t in named}) == len(named)
+        colours = [t["marker"]["color"] if t["type"] == "bar" else t["line"]["color"]
+                   for t in named]  # fmt: skip
+        assert len(set(colours)) == len(colours), colours  # 10 repeated before
         # title and legend placed in the figure's pixels: the title above, the legend
         # under it, its rows (at most 3 of these names a row) inside the top margin
         height, top = layout["height"], layout["margin"]["t"]
@@ -176,11 +196,33 @@ def test_many_timelines_differ_in_colour_and_their_legend_stays_under_the_title(
         legend_px = (1 - layout["legend"]["y"]) * height
         assert layout["legend"]["yref"] == layout["title"]["yref"] == "container"
         assert title_px + 25 <= legend_px, (title_px, legend_px)
-        assert top - legend_px >= 21 * 5 + 20, (top, legend_px)  # the legend overprinted
-    assert (
-        by_id["rates"]["data"][0]["marker"]["color"]
-        == by_id["reasons"]["data"][0]["marker"]["color"]
-    )
+        assert top - legend_px >= 21 * -(-len(named) // 3) + 20, (top, legend_px)
+    assert bars["marker"]["color"] == reasons[0]["marker"]["color"]
+
+
+def test_rates_of_2000_rebalances_in_15_timelines_draw_the_distinct_series_once() -> None:
+    """At scale: 2,000 rebalances of a source and 14 replays (11 counting as the source,
+    3 adding follow-up rounds, 2 of those alike): one bar per bucket and two lines, where
+    15 bars stood side by side in each of 300 buckets."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    names = ["recorded", *(f"replay/s{i:02}" for i in range(14))]
+    rows = []
+    for name in names:
+        extra = 2 if name in ("replay/s00", "replay/s01") else 3 if name == "replay/s02" else 0
+        for n in range(2000):
+            row = {"timeline": name, "at": start + timedelta(seconds=40 * n), "moved": 5,
+                   "imbalance": 1.0, "version": n}  # fmt: skip
+            rows += [row] * (1 + (extra if n % 7 == 0 else 0))
+    figure, step, drawn, legend = _rates(rows, names)
+    data = [trace for trace in figure.data if trace.yaxis == "y"]
+    assert [t.type for t in data] == ["bar", "scatter", "scatter"], [t.name for t in data]
+    assert len(data[0].x) <= BUCKETS and step == "5 min"
+    assert drawn["rebalances"] == [
+        ["recorded", *names[4:]],
+        ["replay/s00", "replay/s01"],
+        ["replay/s02"],
+    ]
+    assert legend == ["recorded", "replay/s00", "replay/s02"]
 
 
 def test_top_reasons_are_the_sources_not_its_replays_copies(advised_page: str) -> None:
@@ -240,13 +282,9 @@ def test_equal_lines_of_many_timelines_are_drawn_once_and_named(advised_page: st
     moved = [t for t in lines if t["yaxis"] == "y2"]
     distinct = {tuple(t["y"]) for t in moved}
     assert len(moved) == len(distinct) < 15, [t["name"] for t in moved]
-    note = re.search(r"<p class='note'>equal lines drawn once[^<]*</p>", advised_page)
+    note = re.search(r"<li>moved: ([^<]*)</li>", advised_page)
     assert note is not None
-    named = {
-        n.strip()
-        for part in note.group(0).split("moved: ")[1].split(" | ")[0].split(";")
-        for n in part.split("=")
-    }
+    named = {n.strip() for part in note.group(1).split(";") for n in part.split("=")}
     assert named | {t["name"] for t in moved} >= {t["name"] for t in by_id["rates"]["data"]}
 
 
@@ -260,3 +298,47 @@ def test_counts_in_the_reports_prose_have_thousands_separators(tmp_path: Path) -
     moves = re.search(r"([\d,]+) moves", said)
     assert moves is not None and int(moves[1].replace(",", "")) >= 1_000, said
     assert not re.findall(r"(?<![\w,.-])\d{4,}(?![\w,])", said), said  # "1378 moves" before
+
+
+_KEY_PROBE = (
+    "<script>window.addEventListener('load', () => setTimeout(() => {"
+    "document.body.setAttribute('data-key', JSON.stringify({width: "
+    "document.documentElement.clientWidth, names: [...document.querySelectorAll('.key span')]"
+    ".map(s => { const r = s.getBoundingClientRect();"
+    " return [r.left, r.top, r.right, r.bottom, s.scrollWidth, s.clientWidth]; })}))"
+    "}, 200));</script></body>"
+)
+
+
+@pytest.mark.xdist_group("chromium")
+def test_owner_names_at_800_px_are_whole_and_apart(advised_page: str, tmp_path: Path) -> None:
+    """At 800 px the ownership view's colour bar cut the owners' names to 18 characters
+    (a user trial). The key under each view names them whole: in Chromium at 800 px no
+    name is cut or runs past the page, and no two overlap."""
+    page = tmp_path / "probed.html"
+    page.write_text(advised_page.replace("</body>", _KEY_PROBE))
+    dom, _ = chromium(page, tmp_path / "profile", "--dump-dom", "--window-size=800,2000")
+    found = re.search(r'data-key="([^"]*)"', dom)
+    assert found is not None, dom[:2000]
+    measured = json.loads(html.unescape(found.group(1)))
+    names = measured["names"]
+    assert len(names) >= 15 * 8, len(names)  # 15 views, unowned and 7 owners each
+    for left, _, right, _, scroll, client in names:
+        assert left >= 0 and right <= measured["width"] and scroll <= client
+    for a, b in combinations(names, 2):
+        apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+        assert apart, (a, b)
+
+
+def test_a_rebalance_line_is_zero_where_nothing_rebalanced() -> None:
+    """A replay's rebalances line went straight from one bucket to the next that had a
+    rebalance, as if rebalances went on between: it is 0 in the buckets without one."""
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {"timeline": t, "at": at + timedelta(seconds=s), "moved": 1, "imbalance": 0.0}
+        for t, seconds in (("recorded", (0, 60)), ("replay/x", (0, 1, 60)))
+        for s in seconds
+    ]
+    figure, step, *_ = _rates(rows, ["recorded", "replay/x"])
+    (line,) = [t for t in figure.data if t.type == "scatter" and t.yaxis == "y"]
+    assert step == "5 s" and list(line.y) == [2, 0, 0, 1], line.y
