@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from kstore._errors import UsageError
 
-__all__ = ["check_out_file", "named", "read_text", "text_lines", "write_text"]
+__all__ = [
+    "check_out_file",
+    "check_writable_folder",
+    "named",
+    "read_text",
+    "text_lines",
+    "write_text",
+]
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -81,9 +89,12 @@ def check_out_file(
 ) -> None:
     """``given`` (as typed: a ``/`` at its end says a folder) can name a file to write
     (``-``: standard output): not a folder (``.``, ``some/dir/``), in a folder that is
-    there; else one line saying so, before any work is done for it."""
+    there and can be written, not a device that refuses writes (``/dev/full``); else one
+    line saying so, before any work is done for it (``--out /dev/full`` was refused after
+    a report's 29 s of work)."""
     text, file = str(given), Path(given)
     if text == "-":
+        _probe_descriptor(sys.stdout.fileno(), f"{option} -: cannot write to standard output")
         return
     if text.endswith(("/", os.sep)) or file.name in ("", ".", "..") or file.is_dir():
         raise UsageError(
@@ -93,6 +104,40 @@ def check_out_file(
     if not file.parent.is_dir():
         what = "not a folder" if file.parent.exists() else "no such folder"
         raise UsageError(f"{option} {text}: cannot write: {what}: {file.parent}")
+    target = Path(os.path.realpath(file))
+    if target.exists() and not target.is_file():
+        if stat.S_ISCHR(target.stat().st_mode):  # /dev/full says so to an empty write
+            try:
+                device = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                raise UsageError(f"{option} {text}: cannot write: {exc.strerror}") from None
+            try:
+                _probe_descriptor(device, f"{option} {text}: cannot write")
+            finally:
+                os.close(device)
+        return  # a FIFO: its reader may come while the work is done
+    check_writable_folder(target.parent, f"{option} {text}")
+
+
+def _probe_descriptor(descriptor: int, said: str) -> None:
+    """An empty write to ``descriptor``: a device that cannot be written (``/dev/full``)
+    refuses even that, and is named before the work (``said``: the message's start)."""
+    try:
+        os.write(descriptor, b"")
+    except OSError as exc:
+        raise UsageError(f"{said}: {exc.strerror}") from None
+
+
+def check_writable_folder(folder: Path, said: str) -> None:
+    """A file can be made in ``folder`` (one is, and is removed at once), else one line
+    (``said``: its start) with the reason: a read-only file system or folder was found
+    only when the work was done (a report's 29 s)."""
+    probe = folder / f".kstore-probe.{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        raise UsageError(f"{said}: cannot write: {exc.strerror}") from None
+    os.unlink(probe)
 
 
 _CHUNK = 1 << 16

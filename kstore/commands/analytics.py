@@ -11,7 +11,7 @@ from typing import Any
 from rich.progress import TextColumn, TimeRemainingColumn
 
 from kstore._errors import Interrupted, UsageError
-from kstore._files import check_out_file
+from kstore._files import check_out_file, check_writable_folder
 from kstore._text import counted
 from kstore.analytics import Result, queries, run_query, run_sql
 from kstore.analytics._queries import check_query
@@ -298,6 +298,12 @@ def report(
             )
         if to_stdout:
             raise UsageError("--out -: --fleet writes a folder of pages; give a folder")
+        # the folder (or the nearest one there, in which it is made) written before the
+        # work: a read-only one was found after every group's report was made
+        there = next(p for p in (out, *out.parents) if p.exists() or p == Path(p.anchor))
+        if not there.is_dir():
+            raise UsageError(f"--out {given}: cannot write: not a folder: {there}")
+        check_writable_folder(there, f"--out {given}")
         with counting(f"report {out}", "groups") as progress:
             groups, left_out = write_fleet(store, out, progress=progress)
         theirs = "its report" if groups == 1 else "their reports"

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from itertools import combinations
@@ -342,3 +343,49 @@ def test_a_rebalance_line_is_zero_where_nothing_rebalanced() -> None:
     figure, step, *_ = _rates(rows, ["recorded", "replay/x"])
     (line,) = [t for t in figure.data if t.type == "scatter" and t.yaxis == "y"]
     assert step == "5 s" and list(line.y) == [2, 0, 0, 1], line.y
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--group", "nosuch", "--out", "/dev/full"],
+         "--out /dev/full: cannot write: No space left on device"),
+        (["--group", "nosuch", "--out", "/proc/kstore-report.html"],
+         "--out /proc/kstore-report.html: cannot write: No such file or directory"),
+        (["--fleet", "--out", "/proc/kstore/fleet"],
+         "--out /proc/kstore/fleet: cannot write: No such file or directory"),
+        (["--fleet", "--out", "/dev/full/fleet"],
+         "--out /dev/full/fleet: cannot write: not a folder: /dev/full"),
+    ],
+)  # fmt: skip
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(
+    simulated: Path, tmp_path: Path, args: list[str], said: str
+) -> None:
+    """``--out /dev/full`` (a read-only folder: ``/proc``) was refused only once the page
+    was made, 29-43 s into a big group's report (a user trial). Now it is refused before
+    the store is read: here before the unknown group is found (the fleet: before a store
+    with no group to rank is)."""
+    store = simulated
+    if "--fleet" in args:
+        store = tmp_path / "empty.duckdb"
+        ok(store, "init")
+    found = usage_error(kstore_cli(store, "report", *args))
+    assert found == f"kstore: error: {said}\n"
+
+
+def test_standard_output_that_cannot_be_written_is_refused_before_the_work(
+    simulated: Path,
+) -> None:
+    command = [sys.executable, "-m", "kstore.cli", "--store", str(simulated), "report"]
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [*command, "--group", "nosuch", "--out", "-"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        "kstore: error: --out -: cannot write to standard output: No space left on device\n"
+    )
