@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import os
 import stat
 import sys
@@ -26,6 +27,72 @@ __all__ = ["app", "main", "store_first"]
 
 class _PipeClosed(Exception):
     """A broken pipe, past typer: it turns an ``OSError`` EPIPE into exit status 1."""
+
+
+class _OutputFailed(OSError):
+    """A write to standard output failed (``kstore events > /dev/full``): named as such,
+    not as any ``OSError`` (it read ``OSError: [Errno 28] No space left on device``)."""
+
+
+class _Output(io.RawIOBase):
+    """Standard output's descriptor, its write errors but a closed pipe (that one ends a
+    command quietly) raised as ``_OutputFailed``."""
+
+    def __init__(self, descriptor: int) -> None:
+        super().__init__()
+        self._descriptor = descriptor
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def isatty(self) -> bool:
+        return os.isatty(self._descriptor)
+
+    def write(self, data: Any) -> int:
+        try:
+            return os.write(self._descriptor, data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputFailed(exc.errno, exc.strerror) from None
+
+
+def _watched_stdout() -> None:
+    """``sys.stdout`` written through ``_Output``, as it was otherwise (encoding, errors,
+    line buffering); left alone when it is no descriptor (a test's stream)."""
+    stream = sys.stdout
+    if stream is not sys.__stdout__ or not isinstance(stream, io.TextIOWrapper):
+        return
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError):
+        return
+    stream.flush()
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_Output(descriptor)),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=stream.line_buffering,
+    )
+
+
+def _output_failed(exc: OSError) -> NoReturn:
+    """Standard output could not be written: one line, exit status 2 (as ``--out`` that
+    cannot be written). What is still buffered goes to /dev/null, so that the
+    interpreter's last flush says nothing more."""
+    _stdout_to_devnull()
+    _fail(f"cannot write to standard output: {exc.strerror}", 2)
+
+
+def _stdout_to_devnull() -> None:
+    """Standard output's descriptor pointed at /dev/null: the interpreter's last flush
+    of what is still buffered says nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    os.close(devnull)
 
 
 class _Commands(TyperGroup):
@@ -70,9 +137,7 @@ def _pipe_closed() -> NoReturn:
     """The reader of standard output went away (``kstore events | head -1``): the end,
     quietly and with status 0, as ``cat`` ends but for its signal's status. Standard
     output is pointed at /dev/null, so that the interpreter's last flush says nothing."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
-    os.close(devnull)
+    _stdout_to_devnull()
     sys.exit(0)
 
 
@@ -871,6 +936,7 @@ def main() -> None:
     """Console entry point: user errors become one line on stderr and an exit status."""
     args = store_first(sys.argv[1:])
     name = _command(args)
+    _watched_stdout()
     try:
         # A Ctrl-C that a library turned into another error (one that lands in an import
         # becomes "partially initialized module") is still reported as the interruption.
@@ -883,6 +949,8 @@ def main() -> None:
             sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
     except (BrokenPipeError, _PipeClosed):
         _pipe_closed()
+    except _OutputFailed as exc:
+        _output_failed(exc)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

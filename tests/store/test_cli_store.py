@@ -797,6 +797,50 @@ def test_a_closed_pipe_after_a_tables_title_ends_with_status_0(tmp_path: Path) -
     assert (done.returncode, done.stderr, done.stdout) == (0, "", "metrics\n"), done
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "events --group steady-churn-30-60-0",
+        "state --group steady-churn-30-60-0",
+        "streams --format table",
+        "sql 'SELECT * FROM range(1000000)' --format csv",
+        "query --list",
+        "docs metrics",
+        "--version",
+        "simulate --generate steady-churn --members 3 --steps 3",
+    ],
+)
+def test_a_full_standard_output_is_one_line_and_status_2(command: str, full_store: Path) -> None:
+    """``kstore events > /dev/full`` said ``OSError: [Errno 28] No space left on device``
+    with status 1 (a user trial; a traceback in the wheel tried): one line naming
+    standard output, status 2 as for an ``--out`` that cannot be written."""
+    done = subprocess.run(
+        f"{sys.executable} -m kstore --store {full_store} {command} > /dev/full",
+        shell=True,
+        env={**os.environ, "COLUMNS": "1000"},  # the table fits: no note on stderr
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "kstore: error: cannot write to standard output: No space left on device\n",
+    ), done
+
+
+@pytest.fixture(scope="module")
+def full_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("full") / "s.duckdb"
+    made = subprocess.run(
+        [sys.executable, "-m", "kstore", "--store", str(store), "simulate", "--generate",
+         "steady-churn", "--members", "30", "--steps", "60"],
+        capture_output=True,
+        check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return store
+
+
 def test_state_lists_members_and_their_partitions_sorted_in_every_format(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
