@@ -252,13 +252,27 @@ _LEAST_BAR = 10
 """The bar's own width when the label would otherwise be shortened."""
 
 
+def _time_left() -> ProgressColumn:
+    """``ETA 0:00:12`` (``ETA -:--:--`` before the pace is known): rich's column is a
+    bare ``0:00:12``, which read as a time taken as well as one left (a user trial)."""
+    from rich.progress import TimeRemainingColumn
+
+    class _TimeLeft(TimeRemainingColumn):
+        def render(self, task: Any) -> Text:
+            shown = super().render(task)  # nothing while the total is unknown
+            return Text(f"ETA {shown.plain}" if shown.plain else "", style=shown.style)
+
+    return _TimeLeft()
+
+
 def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
     """A bar on stderr, gone when done: ``label`` (a template of the task's description),
-    the bar, then ``columns``. The label is whole and the bar takes the rest of the line
-    while the bar keeps ``_LEAST_BAR`` columns (it took half the room, cutting
-    ``simulating payments-ledger-consum…`` on 100 columns); narrower, the bar keeps that
-    and the label shortens, so the figures and the time left stay whole (a long group
-    name used to cut the ETA to ``0:0…``)."""
+    the bar, then ``columns``, then the time left (``ETA 0:00:12``: every bar's, here).
+    The label is whole and the bar takes the rest of the line while the bar keeps
+    ``_LEAST_BAR`` columns (it took half the room, cutting ``simulating
+    payments-ledger-consum…`` on 100 columns); narrower, the bar keeps that and the label
+    shortens, so the figures and the time left stay whole (a long group name used to cut
+    the ETA to ``0:0…``)."""
     from rich.measure import Measurement
     from rich.progress import BarColumn, Progress, Task, TextColumn
     from rich.table import Column
@@ -287,6 +301,7 @@ def progress_bar(label: str, *columns: ProgressColumn, show: bool) -> Progress:
         TextColumn(label, table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
         BarColumn(bar_width=None, table_column=Column(ratio=1)),
         *columns,
+        _time_left(),
         console=Console(stderr=True),
         disable=not show,
         transient=True,
@@ -314,14 +329,10 @@ def done_of_total() -> ProgressColumn:
 def counting(label: str, unit: str) -> Iterator[Callable[[int, int], None]]:
     """On a terminal (stderr) a bar for ``label`` with the count of ``unit`` done and the
     time left, gone when done; yields the ``progress(done, total)`` that moves it."""
-    from rich.progress import TextColumn, TimeRemainingColumn
+    from rich.progress import TextColumn
 
     bar = progress_bar(
-        "{task.description}",
-        done_of_total(),
-        TextColumn(unit),
-        TimeRemainingColumn(),
-        show=sys.stderr.isatty(),
+        "{task.description}", done_of_total(), TextColumn(unit), show=sys.stderr.isatty()
     )
     with bar:
         task = bar.add_task(label, total=None)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.progress import TextColumn, TimeRemainingColumn
+from rich.progress import TextColumn
 
 from kstore._errors import Interrupted, UsageError
 from kstore._files import check_out_file, check_writable_folder
@@ -159,7 +159,6 @@ def replay_group(
         done_of_total(),
         TextColumn("source events"),
         TextColumn("{task.fields[rate]}/s"),
-        TimeRemainingColumn(),
         show=sys.stderr.isatty(),
     )
     task = bar.add_task(f"{cluster}/{group}/{source}", total=None, rate="-")

@@ -9,7 +9,7 @@ from importlib.resources import as_file
 from pathlib import Path
 
 import typer
-from rich.progress import TextColumn, TimeRemainingColumn
+from rich.progress import TextColumn
 
 from kstore._errors import Interrupted, UsageError, did_you_mean, near_or_known
 from kstore._examples import near_examples, scenario_named
@@ -149,7 +149,6 @@ def simulate(
     with progress_bar(
         "{task.description}",
         TextColumn("{task.percentage:>3.0f}% of simulated time"),
-        TimeRemainingColumn(),
         show=show,
     ) as bar:
         task = bar.add_task(f"simulating {scenario.name}", total=scenario.end)

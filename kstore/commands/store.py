@@ -117,12 +117,11 @@ def _placed(exc: EventError, name: str, lines: list[str], events: list[Event]) -
 
 
 def _append_bar() -> Progress:
-    from rich.progress import TextColumn, TimeRemainingColumn
+    from rich.progress import TextColumn
 
     from kstore.commands._output import progress_bar
 
-    count = TextColumn("{task.fields[count]}")
-    return progress_bar("{task.description}", count, TimeRemainingColumn(), show=True)
+    return progress_bar("{task.description}", TextColumn("{task.fields[count]}"), show=True)
 
 
 def _counted(lines: list[str], told: Callable[[int], None], every: int = 1000) -> Iterator[str]:

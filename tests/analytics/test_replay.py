@@ -369,5 +369,5 @@ def test_the_bar_keeps_its_figures_whole_in_a_narrow_terminal(tmp_path: Path) ->
     command = [sys.executable, "-m", "kstore.cli", "--store", str(db), "replay", "--group", group]
     returncode, text = on_a_terminal([*command, "--strategy", "sticky"], columns=80)
     assert returncode == 0
-    whole = r"\d+/\d+ source events [\d,]+/s (\d+:\d\d:\d\d|-:--:--)"
+    whole = r"\d+/\d+ source events [\d,]+/s ETA (\d+:\d\d:\d\d|-:--:--)"
     assert re.search(whole, plain(text)), plain(text)

@@ -392,7 +392,8 @@ def test_the_simulate_bar_tells_the_time_left(tmp_path: Path) -> None:
     command += ["simulate", "--generate", "steady-churn", "--members", "20", "--steps", "400"]
     code, shown = on_a_terminal(command, columns=120)
     assert code == 0 and "% of simulated time" in plain(shown)
-    assert "-:--:--" in plain(shown), plain(shown)  # the time left, before the run's pace
+    # the time left, labelled (a bare "-:--:--" read as a time taken too), before the pace
+    assert "ETA -:--:--" in plain(shown), plain(shown)
 
 
 @pytest.mark.parametrize("columns", [100, 60])
@@ -411,7 +412,7 @@ def test_the_simulate_bar_shows_the_whole_group_name_where_it_fits(
     code, shown = on_a_terminal([*command, "simulate", str(scenario), "--progress"], columns)
     lines = [line for line in re.split(r"[\r\n]", plain(shown)) if "% of simulated" in line]
     assert code == 0 and lines, plain(shown)
-    figures = re.compile(r" +\d+% of simulated time (\d+:\d\d:\d\d|-:--:--) *$")
+    figures = re.compile(r" +\d+% of simulated time ETA (\d+:\d\d:\d\d|-:--:--) *$")
     assert all(figures.search(line) for line in lines), lines  # the figures stay whole
     if columns == 100:
         assert all(line.startswith(f"simulating {name} ━") for line in lines), lines

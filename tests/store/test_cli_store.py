@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -599,6 +600,34 @@ def test_append_and_rebuild_show_a_bar_on_a_terminal(tmp_path: Path) -> None:
     assert f"{n}/{n} events" in plain(shown), plain(shown)
     piped = subprocess.run([*kstore, "rebuild"], capture_output=True, text=True)
     assert (piped.returncode, piped.stderr) == (0, "")
+
+
+_ETA = re.compile(r"ETA (\d+:\d\d:\d\d|-:--:--)")
+_TIME = re.compile(r"(\d+:\d\d:\d\d|-:--:--)\s*$")
+
+
+def test_every_bar_labels_its_time_left(tmp_path: Path) -> None:
+    """The bars ended in a bare ``0:00:12`` (a time taken, or left?, a user trial): each
+    says ``ETA 0:00:12`` (``ETA -:--:--`` before the pace is known)."""
+    store = initialised_store(tmp_path / "s.duckdb").path
+    kstore = [sys.executable, "-m", "kstore.cli", "--store", str(store)]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(e.to_json() + "\n" for e in group_events("g", 60, seed=3)))
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "flapping-member.yaml")
+    commands = {
+        "appending": ["append", str(source)],
+        "rebuilding": ["rebuild"],
+        "simulating": ["simulate", example],
+        "replaying": ["replay", "--group", "flapping-member", "--strategy", "sticky"],
+        "advise": ["advise", "--group", "flapping-member", "--strategies", "range"],
+        "report": ["report", "--group", "flapping-member", "--out", str(tmp_path / "r.html")],
+    }
+    for said, args in commands.items():
+        code, shown = on_a_terminal([*kstore, *args], columns=160)
+        bars = [line for line in re.split(r"[\r\n]", plain(shown)) if "━" in line]
+        assert code == 0 and any(_ETA.search(line) for line in bars), (said, plain(shown))
+        bare = [line for line in bars if _TIME.search(line) and not _ETA.search(line)]
+        assert not bare, (said, bare)
 
 
 def test_state_outside_the_stream_is_an_error_not_its_first_or_last_state(
