@@ -316,11 +316,23 @@ class Retries:
         pause = min(first * 2 ** (self._in_a_row - 1), cap)
         if left is not None:
             pause = min(pause, left)
-        limit = "forever" if self.max_retries < 0 else f"of {self.max_retries}"
         log.warning(
-            "%s: %s; retry %d %s in %.1f s", what, failure.line(), self._in_a_row, limit, pause
+            "%s: %s; retry %d %s", what, failure.line(), self._in_a_row, self._bound(pause, left)
         )
         self.stop.wait(pause)
+
+    def _bound(self, pause: float, left: float | None) -> str:
+        """What a retry line says of the limit: before the broker's first answer its time
+        bound, which is what ends the wait (``retry 1 of 10`` read as ten tries to come,
+        where 15 s of default.api.timeout.ms ended it after two: a user trial), with
+        ``--max-retries`` where that may come first; after it, ``--max-retries`` alone."""
+        if left is None or self.first is None:
+            limit = "forever" if self.max_retries < 0 else f"of {self.max_retries}"
+            return f"{limit} in {pause:.1f} s"
+        said = f"in {pause:.1f} s; no answer yet: giving up in {left:.1f} s ({self.first.why})"
+        if self.max_retries >= 0:
+            said += f" or after {counted(self.max_retries, 'retry', 'retries')}"
+        return said
 
 
 def interruptible(call: Callable[[], T], stop: threading.Event, timeout: float | None = None) -> T:

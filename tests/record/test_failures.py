@@ -8,6 +8,7 @@ test_failures_live.py.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 
@@ -23,6 +24,7 @@ from kstore.record._failures import (
     MISSING_TOPIC,
     UNAVAILABLE,
     ClientError,
+    FirstAnswer,
     GaveUp,
     Retries,
     Stopped,
@@ -108,6 +110,31 @@ def test_a_lost_broker_is_retried_one_line_each_then_given_up(
     again.failed(down, "poll")
     with pytest.raises(GaveUp):
         Retries(0, threading.Event()).failed(down, "poll")
+
+
+def test_a_retry_before_the_first_answer_says_its_time_bound(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``record poll`` said ``retry 1 of 10`` where 15 s of default.api.timeout.ms ended
+    the wait after two retries (a user trial): before the broker's first answer the line
+    says the time left and where the bound comes from, --max-retries after it."""
+    why = "default.api.timeout.ms: kstore's default 15000"
+    first = FirstAnswer(15, why, (0.01, 0.01))
+    down = KafkaException(KafkaError(KafkaError._TRANSPORT))
+    for limit, also in ((10, " or after 10 retries"), (-1, "")):
+        caplog.clear()
+        retries = Retries(limit, threading.Event(), first=first)
+        with caplog.at_level(logging.WARNING, "kstore.record"):
+            retries.failed(down, "poll")
+            retries.succeeded()  # answered: --max-retries alone counts from here
+            retries.failed(down, "poll")
+        said = [r.getMessage().split("; ", 1)[1] for r in caplog.records]
+        assert re.fullmatch(
+            rf"retry 1 in 0\.0 s; no answer yet: giving up in 1[45]\.\d s \({re.escape(why)}\)"
+            + also,
+            said[0],
+        ), said
+        assert said[1] == ("retry 1 forever in 0.5 s" if limit < 0 else "retry 1 of 10 in 0.5 s")
 
 
 def test_minus_one_retries_forever_and_the_pause_doubles_to_its_cap() -> None:

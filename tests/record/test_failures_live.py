@@ -91,8 +91,9 @@ def _given_up(store: Store, recorder: list[str]) -> subprocess.CompletedProcess[
 def _assert_given_up(done: subprocess.CompletedProcess[str]) -> None:
     assert done.returncode == 1, (done.args, done.stderr)
     assert "Traceback" not in done.stderr
-    retries = [line for line in done.stderr.splitlines() if "retry 1 of 1" in line]
+    retries = [line for line in done.stderr.splitlines() if "retry 1 in" in line]
     assert len(retries) == 1 and "broker unavailable" in retries[0]
+    assert "no answer yet: giving up in " in retries[0] and retries[0].endswith("after 1 retry")
     (line,) = error_lines(done.stderr)
     assert "gave up after 1 retry (--max-retries 1): broker unavailable" in line
     assert "1 retry" in done.stdout.splitlines()[-1]  # the summary ("1 retries" before)
