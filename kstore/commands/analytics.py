@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
@@ -13,7 +14,7 @@ from rich.progress import TextColumn
 from kstore._errors import Interrupted, UsageError
 from kstore._files import check_out_file, check_writable_folder
 from kstore._text import counted
-from kstore.analytics import Result, queries, run_query, run_sql
+from kstore.analytics import Result, queries, run_query
 from kstore.analytics._queries import check_query
 from kstore.analytics.replay import VERDICTS, check_decisions, check_strategy, replay
 from kstore.analytics.report import compare, partial, strategies_of, timelines_of
@@ -117,7 +118,18 @@ def print_sql(path: Path, sql: str, output: str, read_paths: list[Path]) -> None
     check_format(output)
     if not sql.strip():
         raise UsageError("sql: the SQL text is empty")
-    print_result(run_sql(Store(path), sql, read_paths=read_paths), output)
+    result = Store(path).query(sql, (), read_paths, json_text=True)
+    rows = result.rows
+    if output in ("json", "jsonl"):  # JSON as JSON (the events' data was a string of it)
+        parsed = [kind == "JSON" for kind in result.types]
+        rows = [
+            tuple(
+                json.loads(v) if is_json and isinstance(v, str) else v
+                for v, is_json in zip(row, parsed, strict=True)
+            )
+            for row in rows
+        ]
+    print_rows(result.columns, rows, output)
 
 
 def _source(store: Store, cluster: str | None, group: str, source: str | None) -> tuple[str, str]:

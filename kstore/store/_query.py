@@ -144,19 +144,38 @@ def _table_hint(db: Any, said: str) -> str:
     )
 
 
+_JSON_TEXT = {"kstore_events": "data", "kstore_snapshots": "state"}
+"""The store's tables with a column of JSON text (VARCHAR in the file)."""
+
+
 def run_sandboxed(
     db: Any,
     sql: str,
     params: Mapping[str, Any] | Sequence[Any],
     reads: Readable,
     spill: Path,
+    json_text: bool = False,
 ) -> QueryResult:
     """Run the checked statement ``sql`` on ``db`` (a read-only DuckDB connection that
     is closed afterwards: the locked configuration lives as long as it does).
 
     ``spill``: an empty folder of this query's own for DuckDB's temporary files. DuckDB
     lets a query read its temporary directory whatever the sandbox says, and that was
-    ``./.tmp`` (of the working directory), where any file was readable."""
+    ``./.tmp`` (of the working directory), where any file was readable.
+
+    ``json_text``: the store's columns of JSON text (``_JSON_TEXT``) read as DuckDB's
+    JSON type (temporary views over the tables, of the same names), so that a result
+    says which columns are JSON (``QueryResult.types``)."""
+    if json_text:
+        (database,) = db.execute("SELECT current_database()").fetchone()
+        tables = {row[0] for row in db.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        for table, column in _JSON_TEXT.items():
+            # only where the statement names it: SHOW TABLES would list it twice
+            if table in tables and table in sql.lower():
+                db.execute(
+                    f"CREATE TEMP VIEW {table} AS SELECT * REPLACE ({column}::JSON AS {column}) "
+                    f'FROM "{database}".main.{table}'
+                )
     db.execute(f"SET temp_directory = {_literal_list([str(spill)])[1:-1]}")
     if reads.directories:
         db.execute(f"SET allowed_directories = {_literal_list(reads.directories)}")
@@ -184,6 +203,7 @@ def run_sandboxed(
     try:
         cursor = db.execute(sql, params if isinstance(params, Mapping) else list(params))
         columns = [d[0] for d in cursor.description] if cursor.description else []
+        types = [str(d[1]) for d in cursor.description] if cursor.description else []
         rows: list[tuple[Any, ...]] = cursor.fetchall() if columns else []
     except duckdb.PermissionException as exc:
         said = _first_line(exc)
@@ -198,4 +218,4 @@ def run_sandboxed(
         if corruption(Path(), exc) is not None:
             raise  # the store's window reports it
         raise KstoreError(f"SQL: {_first_line(exc)}") from None
-    return QueryResult(columns, rows)
+    return QueryResult(columns, rows, types)

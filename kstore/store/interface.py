@@ -108,6 +108,8 @@ class StreamInfo:
 class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
+    types: list[str] = field(default_factory=list)
+    """DuckDB's type of each column (``JSON``, ``VARCHAR``, ...), where the store told."""
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

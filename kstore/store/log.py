@@ -1167,9 +1167,12 @@ class Store:
         sql: str,
         params: Mapping[str, Any] | Sequence[Any] = (),
         read_paths: Iterable[Path | str] = (),
+        *,
+        json_text: bool = False,
     ) -> QueryResult:
         """One read-only statement (``SELECT``), ``params`` bound (``?`` or ``$name``), in a
-        sandbox that writes nothing and reads no file but the store and ``read_paths``."""
+        sandbox that writes nothing and reads no file but the store and ``read_paths``;
+        ``json_text``: the store's JSON text columns typed JSON (``run_sandboxed``)."""
         statement = checked_statement(sql)
         reads = readable(read_paths)
         with (
@@ -1178,14 +1181,14 @@ class Store:
             yielding_to_writers(self.path, conn._db.interrupt) as stepped_aside,
         ):
             try:
-                return run_sandboxed(conn._db, statement, params, reads, Path(spill))
+                return run_sandboxed(conn._db, statement, params, reads, Path(spill), json_text)
             except KstoreError:
                 if not stepped_aside.is_set():
                     raise
         # A writer came while the query ran: it goes first, and the query runs again on
         # a copy of the store, taken in a read window of its own (as long as a copy).
         with self._snapshot() as copy:
-            return Store(copy).query(statement, params, read_paths)
+            return Store(copy).query(statement, params, read_paths, json_text=json_text)
 
     @contextmanager
     def _snapshot(self) -> Iterator[Path]:

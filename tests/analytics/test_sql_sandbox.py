@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -197,3 +198,28 @@ def test_a_refusal_names_the_statement_as_written(filled: Store, sql: str, said:
     with pytest.raises(UsageError) as refused:
         filled.query(sql)
     assert str(refused.value).endswith(f"read-only to SQL), not {said}")
+
+
+def test_json_in_the_store_is_printed_as_json_and_verbatim_in_csv_and_tables(
+    filled: Store,
+) -> None:
+    """``kstore sql --format json`` gave the events' ``data`` as a string of JSON (a user
+    trial): it is JSON in json and jsonl, as any JSON a query makes; csv and tables keep
+    the stored text verbatim; a string that merely looks like JSON stays a string."""
+    sql = (
+        "SELECT type, data, json_object('n', 1) AS made, '[1]' AS text "
+        "FROM kstore_events ORDER BY position"
+    )
+    rows = json.loads(_kstore(filled.path, "sql", sql, "--format", "json").stdout)
+    assert rows[0] == {"type": "TopicChanged", "data": {"topic": "t", "partitions": 3},
+                       "made": {"n": 1}, "text": "[1]"}  # fmt: skip
+    assert rows[1]["data"]["member_id"] == "a"
+    lines = _kstore(filled.path, "sql", sql, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == rows
+    printed = _kstore(filled.path, "sql", sql, "--format", "csv").stdout
+    table = list(csv.reader(io.StringIO(printed)))
+    stored = filled.query("SELECT data FROM kstore_events ORDER BY position").rows
+    assert [row[1] for row in table[1:]] == [text for (text,) in stored]
+    # SHOW TABLES names each table once (the JSON reading is no second table)
+    shown = _kstore(filled.path, "sql", "SHOW TABLES", "--format", "csv").stdout.split()
+    assert shown.count("kstore_events") == 1
