@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -779,12 +780,31 @@ class Store:
         """
         return self.migrate(HEAD)
 
+    def _check_folder(self) -> None:
+        """The store's folder is there, else one line naming it (exit 2). A store is
+        never made in folders made for it: ``--store /nonexistent/dir/x.duckdb init``
+        made both folders without a word (a user trial), where a typo in a path is the
+        likelier cause; as sqlite3 and duckdb do, the folder is the user's to make."""
+        folder = self.path.parent
+        if folder.is_dir():
+            return
+        missing = folder
+        while not missing.exists() and not missing.parent.exists():
+            missing = missing.parent
+        there = missing if missing.exists() else missing.parent
+        if not there.is_dir():  # a file where a folder would be
+            raise UsageError(f"{self.path}: cannot create the store: not a folder: {there}")
+        raise UsageError(
+            f"{self.path}: cannot create the store: no such folder: {missing} "
+            f"(make it first: mkdir -p {shlex.quote(str(folder))})"
+        )
+
     def migrate(self, target: str) -> tuple[str | None, str]:
         """Upgrade or downgrade the schema to revision ``target`` (``base``: none)."""
         from alembic import command
         from alembic.config import Config
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_folder()
         with self._window(write=True, check=False, migrations=True) as conn:
             before = self._revision(conn)
             if before is not None and before not in REVISIONS:

@@ -941,3 +941,40 @@ def test_the_command_list_uses_a_wide_terminal(
     assert code == 0
     assert "Answer assignment requests (the contract: kstore docs assignment-contract)." in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["init"], ["simulate", "--generate", "steady-churn", "--members", "3", "--steps", "3"]],
+)
+def test_a_store_in_a_folder_not_there_is_refused_naming_it(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """``--store /nonexistent/dir/x.duckdb init`` made both folders without a word (a
+    user trial; a typo in a path is the likelier cause). Every command that creates a
+    store refuses: one line naming the first missing folder and how to make it, exit 2,
+    nothing made; a file where a folder would be is named too."""
+    store = tmp_path / "no" / "dir" / "x.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "kstore", "--store", str(store), *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == (
+        f"kstore: error: {store}: cannot create the store: no such folder: {tmp_path / 'no'} "
+        f"(make it first: mkdir -p {store.parent})\n"
+    )
+    assert not (tmp_path / "no").exists()
+    (tmp_path / "file").write_text("")
+    inside = tmp_path / "file" / "x.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "kstore", "--store", str(inside), *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stderr == (
+        f"kstore: error: {inside}: cannot create the store: not a folder: {tmp_path / 'file'}\n"
+    )
