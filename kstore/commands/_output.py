@@ -33,7 +33,15 @@ from kstore.model.events import format_time
 if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn
 
-__all__ = ["FORMATS", "check_format", "counting", "plain", "print_rows", "progress_bar"]
+__all__ = [
+    "FORMATS",
+    "check_format",
+    "counting",
+    "json_indent",
+    "plain",
+    "print_rows",
+    "progress_bar",
+]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 _PIPE_WIDTH = 1_000_000
@@ -209,6 +217,12 @@ def _table(columns: Sequence[str], cells: list[list[str]], title: str | None) ->
     console.print(table)
 
 
+def json_indent() -> int | None:
+    """``--format json``'s indent: 2 on a terminal, to be read (as jq prints), none into
+    a pipe or a file, to be parsed (one long line at a terminal, a user trial)."""
+    return 2 if sys.stdout.isatty() else None
+
+
 def print_rows(
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
@@ -225,7 +239,7 @@ def print_rows(
     if output in ("json", "jsonl"):
         records = [{c: plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
         if output == "json":
-            json.dump(records, sys.stdout, ensure_ascii=False)
+            json.dump(records, sys.stdout, ensure_ascii=False, indent=json_indent())
             sys.stdout.write("\n")
         else:
             for record in records:

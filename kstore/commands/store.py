@@ -210,7 +210,7 @@ def print_state(
 ) -> None:
     """``json`` is the fold's whole state; the other formats one row per member."""
     from kstore.analytics.scope import resolve, source_timeline
-    from kstore.commands._output import check_format, plain, print_rows
+    from kstore.commands._output import check_format, json_indent, plain, print_rows
 
     check_format(output)
     store = Store(path)
@@ -232,7 +232,7 @@ def print_state(
             raise UsageError(f"--at {at}: before the first event of {stream} ({plain(first)})")
     state = store.state(stream, at_version=at_version, at_generation=at_generation, at=when)
     if output == "json":
-        print(json.dumps(_sorted_state(state.to_dict()), ensure_ascii=False))
+        print(json.dumps(_sorted_state(state.to_dict()), ensure_ascii=False, indent=json_indent()))
         return
 
     def listed(items: list[str], sep: str) -> str | list[str]:

@@ -978,3 +978,19 @@ def test_a_store_in_a_folder_not_there_is_refused_naming_it(
     assert done.returncode == 2 and done.stderr == (
         f"kstore: error: {inside}: cannot create the store: not a folder: {tmp_path / 'file'}\n"
     )
+
+
+def test_json_at_a_terminal_is_indented_and_one_line_into_a_pipe(full_store: Path) -> None:
+    """``kstore state`` at a terminal printed its JSON as one long line (a user trial):
+    ``--format json`` is indented at a terminal (as jq prints it), compact into a pipe."""
+    kstore = [sys.executable, "-m", "kstore.cli", "--store", str(full_store)]
+    for args in (
+        ["state", "--group", "steady-churn-30-60-0"],
+        ["sql", "SELECT 1 AS n, [1, 2] AS l", "--format", "json"],
+    ):
+        piped = subprocess.run([*kstore, *args], capture_output=True, text=True, check=False)
+        assert piped.returncode == 0 and piped.stdout.count("\n") == 1, piped
+        code, shown = on_a_terminal([*kstore, *args], 100, both=True)
+        lines = plain(shown).replace("\r\n", "\n").strip().split("\n")
+        assert code == 0 and len(lines) > 3 and lines[1].startswith("  "), shown
+        assert json.loads("\n".join(lines)) == json.loads(piped.stdout)
