@@ -36,6 +36,7 @@ from kstore.store.log import Store
 from tests.broker import Broker
 from tests.golden.librdkafka_live import leader_runs
 from tests.record.test_offsets_events import CLASSIC
+from tests.store._stores import initialised_store
 
 # One worker runs them all, one after the other, on one broker (the Spark group has the other).
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.xdist_group("broker")]
@@ -944,3 +945,61 @@ def test_live_groups_of_every_family_at_once_and_a_soak(broker: Broker, tmp_path
     if failed:
         name, error = next(iter(failed.items()))
         raise AssertionError(f"{sorted(failed)} failed; {name}: {error}") from error
+
+
+def test_the_documented_kcat_recipe_makes_a_dump_kstore_reads(
+    broker: Broker, store: Store, tmp_path: Path
+) -> None:
+    """docs/recording.md's recipe (kcat, then Python's standard library), run as written
+    against a topic holding the real ``__consumer_offsets`` records of the fixtures, the
+    made-up ones, and a tombstone (Tansu has no ``__consumer_offsets`` of its own): the
+    dump holds every record's bytes, and ``kstore record offsets --file`` reads it to the
+    events a dump made from the records directly gives."""
+    from tests.record.test_offsets_events import FIXTURES, _dump_line
+
+    T_REAL = 1_672_870_964_792
+    real = [
+        RawRecord(0, 0, T_REAL + i, key.read_bytes(), key.with_suffix(".payload").read_bytes())
+        for i, key in enumerate(sorted((FIXTURES / "group_metadata").glob("*.key")))
+    ]
+    tombstone = RawRecord(0, 0, T_REAL + 1_000_000, real[-1].key, None)
+    produced = [*real, *CLASSIC, tombstone]
+    topic = "offsets-kcat"
+    produce(broker, topic, produced)
+    doc = (ROOT / "docs" / "recording.md").read_text()
+    recipe = doc.split("### Making a dump with kcat", 1)[1].split("```sh\n", 1)[1]
+    recipe = recipe.split("```", 1)[0]
+    made, said = recipe.rsplit("\nkstore ", 1)  # the kstore line runs below, on the store
+    script = made.replace("HOST:9092", broker.bootstrap).replace("__consumer_offsets", topic)
+    # Debian's kcat with the librdkafka of the confluent-kafka wheel: Debian's (2.0)
+    # cannot talk to Tansu
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path,
+        env=kcat_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (tmp_path / "dump.jsonl").read_text().splitlines()]
+    expected = [
+        json.loads(_dump_line(RawRecord(offset, 0, raw.timestamp, raw.key, raw.value)))
+        for offset, raw in enumerate(produced)
+    ]
+    assert lines == expected
+    direct = tmp_path / "direct.jsonl"
+    direct.write_text("".join(json.dumps(line) + "\n" for line in expected))
+    args = said.split()[:-2]  # record offsets --file dump.jsonl (--cluster prod below)
+    assert args[:3] == ["record", "offsets", "--file"], said
+    other = initialised_store(tmp_path / "direct.duckdb")
+    for path, dump in ((store.path, "dump.jsonl"), (other.path, "direct.jsonl")):
+        run = subprocess.run(
+            kstore(path, *args[:3], dump, "--cluster", "prod"),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+    assert events_of(store) == events_of(other) and len(events_of(store)) > 5
