@@ -19,10 +19,10 @@ import json
 import re
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from itertools import groupby, pairwise
+from itertools import chain, groupby, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -376,6 +376,15 @@ def _equal_lines(series: Mapping[str, tuple[Sequence[Any], Sequence[Any]]]) -> l
     return list(groups.values())
 
 
+def _at_middles(
+    step: timedelta, *parts: Iterable[tuple[datetime, float | None]]
+) -> tuple[list[datetime], list[float | None]]:
+    """The (bucket, value) points of ``parts`` as a line: by bucket, each at its
+    bucket's middle (as its bars)."""
+    points = sorted(chain(*parts), key=lambda point: point[0])
+    return [b + step / 2 for b, _ in points], [v for _, v in points]
+
+
 def _rates(
     metrics: list[dict[str, Any]], timelines: Sequence[str]
 ) -> tuple[Any, str, dict[str, list[list[str]]], list[str]]:
@@ -419,27 +428,20 @@ def _rates(
                     bucket[2] += row["imbalance"]
                     bucket[3] += 1
         x = sorted(sums)
-        middles = [b + step / 2 for b in x]  # at the middle of its bucket, as its bars
+        # the runs of buckets without a rebalance between two buckets with one
+        empty = [(here, after) for here, after in pairwise(x) if after != here + step]
         # no rebalance in a bucket between two is a count of 0 there: a line drawn
         # straight across such buckets read as rebalances all along
-        zeros = {
-            edge
-            for here, after in pairwise(x)
-            if after != here + step
-            for edge in (here + step, after - step)
-        }
-        counted = sorted([(b, sums[b][0]) for b in x] + [(b, 0) for b in zeros])
-        counts[timeline] = ([b + step / 2 for b, _ in counted], [n for _, n in counted])
+        zeros = {edge for here, after in empty for edge in (here + step, after - step)}
+        counts[timeline] = _at_middles(step, [(b, sums[b][0]) for b in x], [(b, 0) for b in zeros])
         # Moves span orders of magnitude (a sticky replay ~15 per bucket beside its
         # source's ~1,000): a log scale; no move is a gap (log 0 is no number), and so is
         # a bucket without a rebalance: its line was drawn across four such buckets, as
         # if partitions had moved for 45 s (a user trial).
-        gaps = [b + step for i, b in enumerate(x[:-1]) if x[i + 1] != b + step]
-        points = sorted([(b, sums[b][1] or None) for b in x] + [(b, None) for b in gaps])
-        moved[timeline] = ([b + step / 2 for b, _ in points], [m for _, m in points])
-        imbalance[timeline] = (
-            middles,
-            [sums[b][2] / sums[b][3] if sums[b][3] else None for b in x],
+        gaps = [(here + step, None) for here, _ in empty]
+        moved[timeline] = _at_middles(step, [(b, sums[b][1] or None) for b in x], gaps)
+        imbalance[timeline] = _at_middles(
+            step, [(b, sums[b][2] / sums[b][3] if sums[b][3] else None) for b in x]
         )
     legend: list[str] = []
 
