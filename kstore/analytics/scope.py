@@ -270,14 +270,17 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
         known = {str(row[0]) for row in members.rows if row[0] is not None}
         if member not in known:
             raise unknown("member", str(member), known)
-    if (topic := params.get("topic")) is not None:
-        sizes = run_sql(
-            store,
-            f'SELECT topic, max(partitions), min("at") FROM kstore_topic_events WHERE {where} '
-            "GROUP BY topic",
-            args,
-        )
-        known_topics = {str(t): int(n or 0) for t, n, _ in sizes.rows}
+    topic, partition = params.get("topic"), params.get("partition")
+    if topic is None and partition is None:
+        return
+    sizes = run_sql(
+        store,
+        f'SELECT topic, max(partitions), min("at") FROM kstore_topic_events WHERE {where} '
+        "GROUP BY topic",
+        args,
+    )
+    known_topics = {str(t): int(n or 0) for t, n, _ in sizes.rows}
+    if topic is not None:
         if topic not in known_topics:
             raise unknown("topic", str(topic), known_topics)
         first = next(f for t, _, f in sizes.rows if t == topic)
@@ -287,26 +290,21 @@ def check_params(store: Store, scope: Scope, params: Mapping[str, Any]) -> None:
                 f"--param at {at}: before topic {topic!r} first appears here "
                 f"({first.isoformat()}Z): nothing owned it yet"
             )
-        if (partition := params.get("partition")) is not None:
-            number = _integer("partition", partition, 0)
-            if number >= known_topics[topic]:
-                raise UsageError(
-                    f"--param partition: topic {topic!r} has partitions 0 to "
-                    f"{known_topics[topic] - 1}, not {number}"
-                )
-    elif (partition := params.get("partition")) is not None:
-        number = _integer("partition", partition, 0)
+    if partition is None:
+        return
+    number = _integer("partition", partition, 0)
+    if topic is not None:
+        if number >= known_topics[topic]:
+            raise UsageError(
+                f"--param partition: topic {topic!r} has partitions 0 to "
+                f"{known_topics[topic] - 1}, not {number}"
+            )
+    elif known_topics:
         # No topic named: a number past every topic's partitions gave an empty table
         # (a user trial, ``--param partition=99``), which the rule forbids.
-        sizes = run_sql(
-            store,
-            f"SELECT topic, max(partitions) FROM kstore_topic_events WHERE {where} "
-            "GROUP BY topic ORDER BY 2 DESC, 1",
-            args,
-        )
-        if sizes.rows and number >= int(sizes.rows[0][1] or 0):
-            most, count = sizes.rows[0]
+        most = min(known_topics, key=lambda name: (-known_topics[name], name))
+        if number >= known_topics[most]:
             raise UsageError(
                 f"--param partition: no topic here has a partition {number} (the most: "
-                f"topic {most!r}, partitions 0 to {int(count or 0) - 1})"
+                f"topic {most!r}, partitions 0 to {known_topics[most] - 1})"
             )
