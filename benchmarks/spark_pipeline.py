@@ -40,6 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks._fleet import fleet
+from benchmarks._goals import verdict
 from kstore.analytics import run_query
 from kstore.analytics.replay import replay_events
 from kstore.model import Event, StreamId
@@ -55,6 +56,10 @@ __all__ = ["main"]
 
 STRATEGY = "sticky"
 _FIXED_LIMIT = 30.0
+_REPLAY_GROUPS = 10_000
+_REPLAY_LIMIT = 195.5 / 2
+"""Issue 16's goal: Spark's replay of 10,000 groups at twice the rate of 2026-11-22's
+195.5 s, on the same 2 cores."""
 _BATCH = 20_000
 
 
@@ -191,12 +196,17 @@ def main(quick: bool = False) -> None:
             f"{figures['groups']:,} groups: store load {figures['load']:.1f} s, "
             f"export {figures['export']:.1f} s, dump {figures['dump MB']:,.0f} MB"
         )
+    if large["groups"] == _REPLAY_GROUPS:
+        replay = large["spark replay"]
+        console.print(
+            f"spark replay, {_REPLAY_GROUPS:,} groups: {replay:.1f} s "
+            f"(goal <= {_REPLAY_LIMIT:.0f} s: {verdict(replay <= _REPLAY_LIMIT)})"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         fixed = _fixed_cost(Path(tmp))
-    verdict = "met" if fixed <= _FIXED_LIMIT else "NOT met"
     console.print(
         f"kstore spark metrics, 40 groups x 25 rebalances, session start included: "
-        f"{fixed:.1f} s (goal <= {_FIXED_LIMIT:.0f} s: {verdict})"
+        f"{fixed:.1f} s (goal <= {_FIXED_LIMIT:.0f} s: {verdict(fixed <= _FIXED_LIMIT)})"
     )
 
 

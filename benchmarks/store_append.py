@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks._bare import bare_seconds
+from benchmarks._goals import verdict
 from kstore.model import AssignmentCompleted, Event
 from kstore.store.log import Store
 
@@ -69,11 +70,10 @@ def main(quick: bool = False) -> None:
     ):
         kstore_rate = rows / kstore_s
         limit = rows / bare_s / 2
-        verdict = "ok" if kstore_rate >= limit else "FAIL"
         print(
             f"store append vs bare insert of {label} ({what}): kstore {kstore_rate:,.0f} "
             f"rows/s | limit >= {limit:,.0f} rows/s (half the bare rate) | ratio "
-            f"{kstore_rate / limit:.2f} ({verdict})"
+            f"{kstore_rate / limit:.2f} ({verdict(kstore_rate >= limit)})"
         )
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import kstore
 from benchmarks._bare import bare_seconds
 from benchmarks._fleet import group_events
+from benchmarks._goals import verdict
 from benchmarks.analytics import _stream
 from kstore.analytics.replay import replay
 from kstore.model import AssignmentCompleted, Event
@@ -90,10 +91,6 @@ def _compile_kstore() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
 
 
-def _verdict(ok: bool) -> str:
-    return "ok" if ok else "FAIL"
-
-
 def _replay(tmp: Path, rebalances: int, runs: int) -> None:
     """``runs`` replays of one source, each into a copy of the store that holds only the
     source; the verdict is the median ratio's: the assignor's own time moves by a
@@ -123,7 +120,7 @@ def _replay(tmp: Path, rebalances: int, runs: int) -> None:
     median = statistics.median(ratios)
     print(
         f"replay: median ratio {median:.2f}x of {runs} runs (limit <= 2x: "
-        f"{_verdict(median <= 2)}); {sum(r <= 2 for r in ratios)} of {runs} within 2x; "
+        f"{verdict(median <= 2)}); {sum(r <= 2 for r in ratios)} of {runs} within 2x; "
         f"CPU over the assignor's CPU: median {statistics.median(cpu_ratios):.2f}x "
         f"(the load moves it less than the walls)"
     )
@@ -171,10 +168,10 @@ def _append(tmp: Path, groups: int) -> float:
     print(
         f"kstore append ({len(chunks)} chunks of {CHUNK_GROUPS} streams x {REBALANCES} "
         f"rebalances, {events / len(chunks):,.0f} events a chunk, to {groups:,} streams): "
-        f"{rate:,.0f} events/s | limit >= 10,000 ({_verdict(rate >= 10_000)}) | first chunk "
+        f"{rate:,.0f} events/s | limit >= 10,000 ({verdict(rate >= 10_000)}) | first chunk "
         f"{first:,.0f}/s (mean of {len(firsts)} into empty stores), last {len(last)} "
         f"{sum(last) / len(last):,.0f}/s: "
-        f"{slower:.2f}x slower (limit <= 1.2x: {_verdict(slower <= 1.2)}) | "
+        f"{slower:.2f}x slower (limit <= 1.2x: {verdict(slower <= 1.2)}) | "
         f"kstore --help {startup:.2f} s | CPU: {events / sum(cpu):,.0f} events per CPU second, "
         f"a chunk {sum(first_cpu) / len(first_cpu):.2f} s first, "
         f"{sum(cpu[-LAST_CHUNKS:]) / LAST_CHUNKS:.2f} s last "
@@ -185,7 +182,7 @@ def _append(tmp: Path, groups: int) -> float:
     print(
         f"kstore rebuild of those {groups:,} streams ({events:,} events): {seconds:.2f} s, "
         f"{rebuilt:,.0f} events/s | limit >= the appends' {rate:,.0f}/s "
-        f"({_verdict(rebuilt >= rate)}) | CPU {cpu_seconds:.2f} s, "
+        f"({verdict(rebuilt >= rate)}) | CPU {cpu_seconds:.2f} s, "
         f"{events / cpu_seconds:,.0f} events per CPU second"
     )
     return rate
@@ -231,7 +228,7 @@ def _big(tmp: Path, count: int) -> None:
             f"append {count} AssignmentCompleted of {PARTITIONS:,} partitions in {how} "
             f"({rows:,} rows in all tables and views): kstore {rows / seconds:,.0f} rows/s | "
             f"bare DuckDB load {rows / bare:,.0f} rows/s | ratio {ratio:.2f} (limit >= 0.5: "
-            f"{_verdict(ratio >= 0.5)}){same} | the {kept:,} rows kept (spans): bare "
+            f"{verdict(ratio >= 0.5)}){same} | the {kept:,} rows kept (spans): bare "
             f"{stored:.2f} s | kstore {seconds:.2f} s wall, {cpu:.2f} s CPU; "
             f"load average {os.getloadavg()[0]:.1f}"
         )

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks._goals import verdict
 from kstore.model.events import Event, StreamId
 from kstore.simulate import generate, run_scenario
 from kstore.store.log import Store
@@ -67,11 +68,10 @@ def main(quick: bool) -> None:
                 spent = _cpu(lambda s=store, w=write: w(s, events))  # type: ignore[misc]
                 seconds[name] = min(seconds[name], spent)
         ratio = seconds["writer"] / seconds["direct"]
-        verdict = "ok" if ratio <= 1.05 else "FAIL"
         print(
             f"append {len(events):,} simulated events in batches of {BATCH:,}: writer "
             f"{seconds['writer']:.2f} s | Store.append {seconds['direct']:.2f} s (CPU) | "
-            f"ratio {ratio:.2f} (limit <= 1.05: {verdict})"
+            f"ratio {ratio:.2f} (limit <= 1.05: {verdict(ratio <= 1.05)})"
         )
 
         store = Store(Path(tmp) / "writer-0.duckdb")

@@ -28,10 +28,11 @@ def _cells(line: str, separator: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip(separator).split(separator)]
 
 
-@pytest.mark.slow
-def test_quick_assignor_benchmark_prints_ratios() -> None:
+def _quick_table(name: str) -> tuple[list[str], list[list[str]]]:
+    """``python -m benchmarks NAME --quick``'s table, wide enough for whole cells: its
+    header and its rows' cells."""
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "assignors", "--quick"],
+        [sys.executable, "-m", "benchmarks", name, "--quick"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -39,11 +40,15 @@ def test_quick_assignor_benchmark_prints_ratios() -> None:
         env={**os.environ, "COLUMNS": "250"},
     )
     assert done.returncode == 0, done.stdout + done.stderr
-
     lines = done.stdout.splitlines()
     header = _cells(next(line for line in lines if line.startswith("┃")), "┃")
+    return header, [_cells(line, "│") for line in lines if line.startswith("│")]
+
+
+@pytest.mark.slow
+def test_quick_assignor_benchmark_prints_ratios() -> None:
+    header, rows = _quick_table("assignors")
     assert "ratio" in header and "same result" in header
-    rows = [_cells(line, "│") for line in lines if line.startswith("│")]
     by_key = {(row[0], row[1]): dict(zip(header, row, strict=True)) for row in rows if row[0]}
     assert {case for case, _ in by_key} == {"S", "M", "D'"}
 
@@ -78,3 +83,15 @@ def test_the_write_path_benchmark_runs_the_parts_named_only() -> None:
     assert wrong.stderr.splitlines()[-1].endswith(
         "unknown part rebuild (known: replay, append, big)"
     )
+
+
+@pytest.mark.slow
+def test_the_simulation_benchmark_says_each_case_against_its_goal() -> None:
+    header, cells = _quick_table("simulate")
+    rows = [dict(zip(header, row, strict=True)) for row in cells]
+    assert len(rows) == 3
+    for row in rows:
+        ratio = float(row["run / assignor"].rstrip("x"))
+        assert row["<= 2x"] in ("met", "NOT met"), row
+        if ratio != 2.0:  # printed rounded: 2.0x may be either side of the limit
+            assert row["<= 2x"] == ("met" if ratio < 2 else "NOT met"), row
