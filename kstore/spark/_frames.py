@@ -70,14 +70,49 @@ def read_log(spark: Any, folders: Sequence[Path | str]) -> Any:
     frames = [
         spark.read.schema(spark_schema()).option("basePath", path).parquet(path) for path in paths
     ]
+    if len(frames) == 1:
+        return frames[0].select(*EVENT_COLUMNS)
+    from pyspark.sql import functions as F
+
     log = functools.reduce(
-        lambda a, b: a.unionByName(b), (f.select(*EVENT_COLUMNS) for f in frames)
+        lambda a, b: a.unionByName(b),
+        (f.select(*EVENT_COLUMNS, F.lit(i).alias(_INPUT)) for i, f in enumerate(frames)),
     )
     # The same event in two of them is one event: ``export`` writes the store's replay
     # timelines, and ``spark replay`` writes the same events again (same ids, same
     # versions), so ``metrics --in LOG --in REPLAYS`` counted each of those rebalances
     # twice (a user trial, following the README).
-    return log if len(frames) == 1 else log.dropDuplicates([*STREAM_COLUMNS, "version", "event_id"])
+    once = log.dropDuplicates([*STREAM_COLUMNS, "version", "event_id"])
+    _refuse_two_histories(once, folders)
+    return once.drop(_INPUT)
+
+
+_INPUT = "_kstore_input"
+"""Which ``--in`` folder a row came from (its index), while the inputs are read as one."""
+
+
+def _refuse_two_histories(log: Any, folders: Sequence[Path | str]) -> None:
+    """Two inputs with one stream's version as different events (two stores' groups of
+    one name, or two different replays written under one timeline) would be read as
+    one history made of both: a usage error naming the first such version."""
+    from pyspark.sql import functions as F
+
+    found = (
+        log.groupBy(*STREAM_COLUMNS, "version")
+        .agg(F.count(F.lit(1)).alias("events"), F.collect_set(_INPUT).alias("inputs"))
+        .where(F.col("events") > 1)
+        .orderBy(*STREAM_COLUMNS, "version")
+        .limit(1)
+        .collect()
+    )
+    if found:
+        row = found[0]
+        where = " and ".join(f"--in {folders[i]}" for i in sorted(row["inputs"]))
+        raise UsageError(
+            f"{where}: {row['cluster']}/{row['group_id']} "
+            f"{row['timeline']} version {row['version']:,} is a different event in each "
+            "(two histories under one name); read them apart"
+        )
 
 
 def write_partitioned(

@@ -97,3 +97,26 @@ def test_an_event_in_two_inputs_is_counted_once(spark: Any, tmp_path: Path) -> N
     assert {row["timeline"] for row in ours} == {"recorded", "replay/sticky"}
     assert len(ours) == len(duck.rows) > 10
     assert comparable(ours) == comparable(duck.records())
+
+
+def test_two_histories_under_one_name_are_refused(spark: Any, tmp_path: Path) -> None:
+    """Two stores whose groups have the same names, exported apart, then read as one:
+    each stream's versions are different events in each, which the reading kept both of
+    (one history made of two). Now a usage error names the inputs and the first
+    version; the same history in both is still read once."""
+    from kstore._errors import UsageError
+
+    for name, seed in (("a", 3), ("b", 4)):
+        store = Store(tmp_path / f"{name}.duckdb")
+        store.init()
+        store.append(fleet(2, 8, seed=seed))
+        export_store(store, tmp_path / name)
+    with pytest.raises(UsageError) as refused:
+        read_log(spark, [tmp_path / "a", tmp_path / "b"])
+    message = str(refused.value)
+    assert message.startswith(f"--in {tmp_path / 'a'} and --in {tmp_path / 'b'}: ")
+    assert " recorded version 1 is a different event in each" in message
+    assert "\n" not in message
+    assert read_log(spark, [tmp_path / "a", tmp_path / "a"]).count() == (
+        read_log(spark, [tmp_path / "a"]).count()
+    )
