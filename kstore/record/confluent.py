@@ -26,7 +26,9 @@ that reported nothing in a generation and nothing after it is not in it, whateve
 held: it was killed, closed or expelled before (its leader may still name a killed
 member until its session ends, and give it what it held). Where the leader's decision
 was reported, a member it did not name is not in the generation either, unless it was
-called back in it. What it held in the
+called back in it; and a member it named that reports only from a later generation on
+is in it, new and holding nothing (Tansu counted its JoinGroup in the round but answered
+it only with the next one: it never heard of this one). What it held in the
 generation is what its last report of that generation says, where a revocation that
 ends the generation (every eager revocation, any ``lost``) counts what was held before
 it. A member missing from a generation has left: of its own accord when it reported
@@ -72,6 +74,7 @@ from kstore.record._rdkafka_log import FACILITIES, LeaderLog
 from kstore.store.writer import stamp
 
 __all__ = [
+    "NOT_ANSWERED",
     "NOT_CALLED_BACK",
     "NOT_HEARD",
     "MemberReport",
@@ -92,8 +95,10 @@ ran (``named``, ``decision``; only with ``RecordingListener.configure``)."""
 REPORTED_REASON = "from member reports"
 NOT_CALLED_BACK = "in the generation, called back in nothing: its SyncGroup failed"
 NOT_HEARD = "reported nothing in the generation, before and after it"
+NOT_ANSWERED = "named by its leader, first reported in a later generation: never heard of it"
 """``AssignmentNotTakenUp.reason``: the member reported being in the generation, or it
-never heard of it."""
+never heard of it (it reported before and after it, or, new, its leader named it before
+its JoinGroup was answered, with a later generation)."""
 _CALLBACKS = ("assign", "revoke", "lost")
 
 TopicPartition = tuple[str, int]
@@ -484,7 +489,9 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
     """Events of one group's reports, sorted by (generation, member, seq)."""
     span: dict[str, tuple[int, int]] = {}
     closed: dict[str, int] = {}
+    first: dict[str, MemberReport] = {}
     for report in reports:
+        first.setdefault(report.member_id, report)
         low, high = span.get(report.member_id, (report.generation, report.generation))
         span[report.member_id] = (min(low, report.generation), max(high, report.generation))
         if report.kind == "close":
@@ -518,11 +525,21 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        present = set(last) | {m for m in members if span[m][0] < generation < span[m][1]}
+        # Members that reported before and after it, and those a leader named before
+        # they first reported (below), until then.
+        present = set(last) | {
+            m for m in members if span[m][0] < generation < span[m][1] or generation < span[m][0]
+        }
         called = {r.member_id for r in round_reports if r.kind in _CALLBACKS}
+        unheard: set[str] = set()
         if generation in decided:  # but none its leader did not name, unless called back
-            present = {m for m in present if m in decided[generation].named or m in called}
+            named = decided[generation].named
+            present = {m for m in present if m in named or m in called}
             last = {m: report for m, report in last.items() if m in present}
+            # A member first reporting later that its leader named here: Tansu counted
+            # its JoinGroup in this round and answered it with a later one.
+            unheard = {m for m in named if m in span and generation < span[m][0]}
+            present |= unheard
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
             out.append(MemberLeft(member_id=member_id, reason=reason))
@@ -539,6 +556,12 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
                 out.append(SubscriptionChanged(member_id=member_id, topics=report.topics))
             members[member_id] = report.topics
             holds[member_id] = report.held_in_generation(closed.get(member_id) == generation)
+        for member_id in sorted(unheard - set(members)):  # new, holding nothing yet
+            report = first[member_id]
+            out.append(
+                MemberJoined(member_id=member_id, topics=report.topics, protocols=[report.strategy])
+            )
+            members[member_id], holds[member_id] = report.topics, []
         strategy = round_reports[-1].strategy
         if protocol_of(strategy) == "eager":
             _say_unseen(group, generation, members, holds, counts)
@@ -557,6 +580,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         if protocol_of(strategy) == "cooperative":  # eager: it revoked all, holds nothing
             for member_id in sorted(present - called):
                 why = NOT_CALLED_BACK if member_id in last else NOT_HEARD
+                why = NOT_ANSWERED if generation < span[member_id][0] else why
                 fact = AssignmentNotTakenUp(generation=generation, member_id=member_id, reason=why)
                 out.append(fact)
         # The generation's first report: later ones (a revocation ending it, a member

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kstore._errors import UsageError
 from kstore.model import Event, fold
 from kstore.record.confluent import (
+    NOT_ANSWERED,
     NOT_CALLED_BACK,
     MemberReport,
     group_generation,
@@ -380,6 +381,52 @@ def test_a_member_its_leader_did_not_name_is_not_in_the_generation() -> None:
         assert (sorted(completed["assignment"]), completed.get("leader")) == (members, leader)
         joined = sorted(e.data.to_dict()["member_id"] for e in events if e.type == "MemberJoined")
         assert joined == members
+
+
+def test_a_member_its_leader_named_before_its_join_was_answered_is_in_the_generation() -> None:
+    """The clean-clone CI's live cooperative-sticky group (2026-11-28): b's JoinGroup
+    waited in Tansu; the leader a's answered with generation 1, its assignor ran for a
+    and b (a gave up t0 and t1 for b), and a at once joined again, so Tansu answered b's
+    JoinGroup only with generation 2: b never heard of 1 and first reported in 2. With
+    the leader's decisions the record has b in 1, new, holding nothing and not taking it
+    up (the merge left it out: a lone a giving up half of what it held, which no replay
+    gives back); from member reports alone it cannot, and b joins in 2. A member named
+    before it first reported stays until then (b's first report in 3: in 1 and 2)."""
+    everything, kept = {("t", p) for p in range(4)}, {("t", 2), ("t", 3)}
+
+    def reports(b_first: int) -> list[MemberReport]:
+        reporter = Reporter("cooperative-sticky", 4)
+        reporter.emit("a", 0, "assign", everything, everything)
+        for generation in range(1, b_first + 1):
+            reporter.emit(
+                "a", generation, "decided", set(), everything if generation == 1 else kept
+            )
+            reporter.reports[-1] = replace(reporter.reports[-1], named=["a", "b"])
+            if generation == 1:
+                reporter.emit("a", 1, "revoke", everything - kept, kept)
+            reporter.emit("a", generation, "assign", set(), kept)
+        reporter.emit("b", b_first, "present", set(), set())
+        reporter.emit("b", b_first, "assign", everything - kept, everything - kept)
+        return reporter.reports
+
+    a, b = [["t", 2], ["t", 3]], [["t", 0], ["t", 1]]
+    cases = [
+        (reports(2), {1: {"a": a, "b": []}, 2: {"a": a, "b": b}}, [1]),
+        ([r for r in reports(2) if r.kind != "decided"], {1: {"a": a}, 2: {"a": a, "b": b}}, []),
+        (reports(3), {1: {"a": a, "b": []}, 2: {"a": a, "b": []}, 3: {"a": a, "b": b}}, [1, 2]),
+    ]
+    for merged, assignments, unheard in cases:
+        events = merge_reports(merged, cluster="prod")
+        completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+        assert {c["generation"]: c["assignment"] for c in completed} == {0: {"a": b + a}} | {
+            g: assignments[g] for g in assignments
+        }
+        facts = [e.data.to_dict() for e in events if e.type == "AssignmentNotTakenUp"]
+        assert facts == [
+            {"generation": g, "member_id": "b", "reason": NOT_ANSWERED} for g in unheard
+        ]
+        joined = [e.data.to_dict()["member_id"] for e in events if e.type == "MemberJoined"]
+        assert (joined, [e.type for e in events].count("MemberLeft")) == (["a", "b"], 0)
 
 
 def test_reports_not_there_or_not_text_are_one_line(tmp_path: Any) -> None:
