@@ -672,14 +672,21 @@ leader."""
 
 
 def confluent_family(
-    broker: Broker, store: Store, workdir: Path, strategy: str, *, replay: bool = True
+    broker: Broker,
+    store: Store,
+    workdir: Path,
+    strategy: str,
+    *,
+    replay: bool = True,
+    env: dict[str, str] | None = None,
 ) -> list[Event]:
     """confluent-kafka members with the listener: two join, a third; one closes; one is
     SIGKILLed; one more joins. Merged (twice: the second stores nothing), the record is
-    checked against what they were given (``check_record``)."""
+    checked against what they were given (``check_record``). ``env``: more environment
+    for the members (``Members``)."""
     reports = workdir / "reports"
     group = topic = f"ck-{strategy}"
-    members = Members("confluent", broker, group, strategy, reports, workdir)
+    members = Members("confluent", broker, group, strategy, reports, workdir, env=env)
     create_topic(broker, topic, 6)  # librdkafka consumers do not create topics
     try:
         join_close_kill_join(members, topic, 6)
