@@ -708,6 +708,11 @@ def confluent_family(
     return events
 
 
+LEADER_DECISIONS = {"KSTORE_TEST_LEADER_DECISIONS": "1"}
+"""Members whose listener reports their leader's decisions (``RecordingListener.configure``,
+``_members``): the merge then knows who the leader counted in each generation."""
+
+
 RUN: dict[str, Any] = dict(capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
 
 
@@ -718,8 +723,13 @@ def librdkafka_group_replays_and_compares(broker: Broker, store: Store, workdir:
     record, every generation, and ``compare`` puts Kafka's Java assignor beside it,
     which decides otherwise (``replays_exactly``). Where Tansu failed a member's
     SyncGroup, the record says the member did not take that generation up
-    (``AssignmentNotTakenUp``), and the replay's member does not take it up either."""
-    events = confluent_family(broker, store, workdir, "cooperative-sticky", replay=False)
+    (``AssignmentNotTakenUp``), and the replay's member does not take it up either. The
+    members report their leaders' decisions (``LEADER_DECISIONS``): where Tansu answered
+    a new member's JoinGroup a generation late, member reports alone leave it out of the
+    generation its leader counted it in, and no replay gives that back."""
+    events = confluent_family(
+        broker, store, workdir, "cooperative-sticky", replay=False, env=LEADER_DECISIONS
+    )
     print(replays_exactly(store, events))
 
 
@@ -798,10 +808,7 @@ SOAK_SECONDS = float(os.environ.get("KSTORE_SOAK_SECONDS", "60"))
 minutes)."""
 
 
-SOAK_MEMBERS_ENV = {
-    "KSTORE_TEST_RDKAFKA_DEBUG": "cgrp,assignor",
-    "KSTORE_TEST_LEADER_DECISIONS": "1",
-}
+SOAK_MEMBERS_ENV = {"KSTORE_TEST_RDKAFKA_DEBUG": "cgrp,assignor", **LEADER_DECISIONS}
 """The soaked members log librdkafka's ``cgrp`` and ``assignor`` debug contexts: their
 leaders' decisions are the oracle of who was in each generation; the listener reads
 them too (``RecordingListener.configure``), and the merge takes a member its leader did

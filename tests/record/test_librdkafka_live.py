@@ -59,6 +59,7 @@ from kstore.store.log import Store
 from tests.broker import Broker
 from tests.golden.librdkafka_live import leader_runs
 from tests.record.test_broker import (
+    LEADER_DECISIONS,
     RUN,
     Members,
     assert_no_departed_member,
@@ -263,10 +264,6 @@ def check_the_record(store: Store, events: list[Event], strategy: str, workdir: 
         f"replay --check: {len(kept)} not-taken-up, {len(differs)} differs; the record is not the "
         f"leader's request in {len(gaps)} ({len(unseen)} members unseen)"
     )
-
-
-LEADER_DECISIONS = {"KSTORE_TEST_LEADER_DECISIONS": "1"}
-"""Members whose listener reports their leader's decisions (``_members``)."""
 
 
 def librdkafka_group(broker: Broker, store: Store, workdir: Path, strategy: str) -> str:
