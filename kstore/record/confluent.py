@@ -475,23 +475,29 @@ def merge_reports(
     for report in sorted(reports, key=_order):
         by_group.setdefault(report.group, []).append(report)
     events = []
-    for group, group_reports in sorted(by_group.items()):
+    for group, every in sorted(by_group.items()):
+        group_reports = every
         if settle is not None:
-            newest = max(r.generation for r in group_reports)
+            newest = max(r.generation for r in every)
             current = datetime.now(UTC).timestamp() if now is None else now
-            if any(r.generation == newest and current - r.at < settle for r in group_reports):
-                group_reports = [r for r in group_reports if r.generation < newest]
-        events.extend(_group_events(cluster, group, group_reports))
+            if any(r.generation == newest and current - r.at < settle for r in every):
+                group_reports = [r for r in every if r.generation < newest]
+        events.extend(_group_events(cluster, group, group_reports, every))
     return events
 
 
-def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list[Event]:
-    """Events of one group's reports, sorted by (generation, member, seq)."""
+def _group_events(
+    cluster: str, group: str, reports: list[MemberReport], every: list[MemberReport]
+) -> list[Event]:
+    """Events of one group's reports, sorted by (generation, member, seq). ``every``: those
+    of a generation left out to settle too, for each member's first report (so that a
+    generation merged before it and after it is the same)."""
+    first: dict[str, MemberReport] = {}
+    for report in every:
+        first.setdefault(report.member_id, report)
     span: dict[str, tuple[int, int]] = {}
     closed: dict[str, int] = {}
-    first: dict[str, MemberReport] = {}
     for report in reports:
-        first.setdefault(report.member_id, report)
         low, high = span.get(report.member_id, (report.generation, report.generation))
         span[report.member_id] = (min(low, report.generation), max(high, report.generation))
         if report.kind == "close":
@@ -528,7 +534,9 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         # Members that reported before and after it, and those a leader named before
         # they first reported (below), until then.
         present = set(last) | {
-            m for m in members if span[m][0] < generation < span[m][1] or generation < span[m][0]
+            m
+            for m in members
+            if generation < first[m].generation or span[m][0] < generation < span[m][1]
         }
         called = {r.member_id for r in round_reports if r.kind in _CALLBACKS}
         unheard: set[str] = set()
@@ -538,7 +546,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
             last = {m: report for m, report in last.items() if m in present}
             # A member first reporting later that its leader named here: Tansu counted
             # its JoinGroup in this round and answered it with a later one.
-            unheard = {m for m in named if m in span and generation < span[m][0]}
+            unheard = {m for m in named if m in first and generation < first[m].generation}
             present |= unheard
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
@@ -580,7 +588,7 @@ def _group_events(cluster: str, group: str, reports: list[MemberReport]) -> list
         if protocol_of(strategy) == "cooperative":  # eager: it revoked all, holds nothing
             for member_id in sorted(present - called):
                 why = NOT_CALLED_BACK if member_id in last else NOT_HEARD
-                why = NOT_ANSWERED if generation < span[member_id][0] else why
+                why = NOT_ANSWERED if generation < first[member_id].generation else why
                 fact = AssignmentNotTakenUp(generation=generation, member_id=member_id, reason=why)
                 out.append(fact)
         # The generation's first report: later ones (a revocation ending it, a member

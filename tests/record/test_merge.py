@@ -391,7 +391,8 @@ def test_a_member_its_leader_named_before_its_join_was_answered_is_in_the_genera
     the leader's decisions the record has b in 1, new, holding nothing and not taking it
     up (the merge left it out: a lone a giving up half of what it held, which no replay
     gives back); from member reports alone it cannot, and b joins in 2. A member named
-    before it first reported stays until then (b's first report in 3: in 1 and 2)."""
+    before it first reported stays until then (b's first report in 3: in 1 and 2). A
+    merge made while b's first generation settles records 1 as a later merge does."""
     everything, kept = {("t", p) for p in range(4)}, {("t", 2), ("t", 3)}
 
     def reports(b_first: int) -> list[MemberReport]:
@@ -427,6 +428,11 @@ def test_a_member_its_leader_named_before_its_join_was_answered_is_in_the_genera
         ]
         joined = [e.data.to_dict()["member_id"] for e in events if e.type == "MemberJoined"]
         assert (joined, [e.type for e in events].count("MemberLeft")) == (["a", "b"], 0)
+    # Merged while generation 2 settles (b's first reports young), generation 1 is the
+    # same: a later merge stores it once.
+    full = merge_reports(reports(2), cluster="prod")
+    early = merge_reports(reports(2), cluster="prod", settle=5.0, now=25.0)
+    assert early and summary(early) == summary(full[: len(early)]) != summary(full)
 
 
 def test_reports_not_there_or_not_text_are_one_line(tmp_path: Any) -> None:
