@@ -21,14 +21,16 @@ checked on its own, not from a replay's previous answer:
   so the member never hears of that generation and first reports in the next; only its
   leader's decision says it was there (the clean-clone CI, 2026-11-28: from member
   reports alone the record left it out, and its leader alone gave up half of what it
-  held); under churn (members killed and closed every 6 s) not always: a member can die
+  held); under churn (members killed and closed every 6 s, reporting no decisions) not
+  always: a member can die
   before its JoinGroup is answered, be put by Tansu into a generation it never hears of,
   or be carried by the merge after it left; the members the record is wrong about
   reported nothing in that generation;
 - what a user runs, ``kstore replay --check``, finds every recorded assignment to be
   ``librdkafka:<strategy>``'s answer, but for members that held on to what they owned
   (``not-taken-up``: the record's ``AssignmentNotTakenUp`` names each, called back in
-  nothing in that generation: its SyncGroup failed) and where the record is not the
+  nothing in that generation: its SyncGroup failed, or, new, it never heard of it) and
+  where the record is not the
   leader's request; Kafka's Java cooperative-sticky is not the answer somewhere;
 - a cooperative-sticky group through joins, a close, a kill and a join replays with
   ``kstore replay --strategy same`` to exactly its recorded assignments, every
