@@ -95,3 +95,32 @@ def test_the_simulation_benchmark_says_each_case_against_its_goal() -> None:
         assert row["<= 2x"] in ("met", "NOT met"), row
         if ratio != 2.0:  # printed rounded: 2.0x may be either side of the limit
             assert row["<= 2x"] == ("met" if ratio < 2 else "NOT met"), row
+
+
+def test_the_replay_task_measure_replays_as_the_spark_task_does(tmp_path: Path) -> None:
+    """``benchmarks._replay_task`` (the Spark replay's Python work in one process, for
+    counting instructions) gives the rows ``replay_events`` gives for the same groups."""
+    import pyarrow.ipc as ipc
+
+    from benchmarks._replay_task import prepare, run
+    from kstore.analytics.replay import replay_events
+    from kstore.model.events import Event, StreamId
+    from kstore.spark._schema import LogRow, arrow_to_events, events_to_arrow
+
+    source, out = tmp_path / "in.arrow", tmp_path / "out.arrow"
+    assert prepare(4, source) > 100
+    run(source, ["sticky"], 3, out)  # the first three groups by name
+    streams: dict[tuple[str, str], list[Event]] = {}
+    for row in arrow_to_events(ipc.open_file(source).read_all()):
+        event = row.event
+        streams.setdefault((event.cluster, event.group), []).append(event)
+    first = sorted(group for _, group in streams)[:3]
+    rows: list[LogRow] = []
+    for cluster, group in sorted(key for key in streams if key[1] in first):
+        target = StreamId(cluster, group, "replay/sticky")
+        replayed = replay_events(streams[cluster, group], target, "sticky")
+        rows += [LogRow(None, version, e) for version, e in enumerate(replayed, start=1)]
+    want = events_to_arrow(rows).select(["event_id", "version", "data"]).to_pylist()
+    got = ipc.open_file(out).read_all().select(["event_id", "version", "data"]).to_pylist()
+    assert len(got) > 100
+    assert got == want
