@@ -109,11 +109,14 @@ def requests(path: Path, groups: int, out: Path) -> int:
     """Keep the sticky replay's assignor requests of ``groups`` groups in ``out``."""
     import kstore.analytics.replay as replay
 
-    kept: list[AssignmentRequest] = []
+    kept: list[bytes] = []
     answer = replay.assign
 
     def keep(request: AssignmentRequest) -> AssignmentResult:
-        kept.append(request)
+        # Pickled now: the fold changes its members' subscriptions in place as it goes
+        # on (``GroupState.to_request``), so a request kept whole would later hold
+        # another decision's owned partitions.
+        kept.append(pickle.dumps(request))
         return answer(request)
 
     replay.assign = keep  # type: ignore[assignment]
@@ -121,7 +124,7 @@ def requests(path: Path, groups: int, out: Path) -> int:
         run(path, ["sticky"], groups, None)
     finally:
         replay.assign = answer  # type: ignore[assignment]
-    out.write_bytes(pickle.dumps(kept))
+    out.write_bytes(pickle.dumps([pickle.loads(request) for request in kept]))
     return len(kept)
 
 

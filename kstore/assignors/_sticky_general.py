@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from kstore._java import HashSetOrder
-from kstore.assignors._sticky_group import NO_RACK, StickyGroup
+from kstore.assignors._sticky_group import NO_RACK, SMALL_GROUP, StickyGroup
 
 __all__ = ["GeneralResult", "KafkaWouldThrow", "general_assign"]
 
@@ -90,19 +90,28 @@ class _Movements:
         if record[0] != new:
             self._add(pid, topic, (record[0], new))
 
-    def signature(self) -> bytes:
-        """Every movement record with its set's ``HashSet`` order, as bytes."""
-        return repr(
+    def state(self) -> tuple[tuple[int, tuple[int, int], tuple[int, tuple[int, ...]]], ...]:
+        """Every movement record with its set's ``HashSet`` order."""
+        return tuple(
             sorted(
                 (topic, pair, moved.signature())
                 for topic, pairs in self.by_topic.items()
                 for pair, moved in pairs.items()
             )
-        ).encode()
+        )
+
+    def signature(self) -> bytes:
+        """``state`` as bytes."""
+        return repr(list(self.state())).encode()
 
     def _add(self, pid: int, topic: int, pair: tuple[int, int]) -> None:
         self.records[pid] = pair
-        moved = self.by_topic.setdefault(topic, {}).setdefault(pair, HashSetOrder())
+        pairs = self.by_topic.get(topic)
+        if pairs is None:
+            pairs = self.by_topic[topic] = {}
+        moved = pairs.get(pair)
+        if moved is None:  # (a ``setdefault`` made a set for every move, mostly unused)
+            moved = pairs[pair] = HashSetOrder()
         moved.add(pid, self._group.partition_hash(topic, pid))
         self.treeified = self.treeified or moved.treeified
 
@@ -273,13 +282,19 @@ class _Passes:
     """The states the passes of one balancing loop ended in (digests of them)."""
 
     def __init__(self) -> None:
-        self._seen: set[bytes] = set()
+        self._seen: set[object] = set()
 
     def ended(self, owner: list[int], movements: _Movements) -> bool:
         """Record a pass's end; whether an earlier pass ended in the same state."""
-        digest = hashlib.blake2b(array("q", owner).tobytes(), digest_size=32)
-        digest.update(movements.signature())
-        key = digest.digest()
+        key: object
+        if len(owner) <= SMALL_GROUP:
+            # The state itself: a few dozen numbers, cheaper to keep than to digest (a
+            # tuple of ints equals another exactly when their reprs do).
+            key = (tuple(owner), movements.state())
+        else:
+            digest = hashlib.blake2b(array("q", owner).tobytes(), digest_size=32)
+            digest.update(movements.signature())
+            key = digest.digest()
         if key in self._seen:
             return True
         self._seen.add(key)
@@ -318,10 +333,12 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
             owner[pid] = m
             load[m] += 1
 
-    topic_order = sorted(range(len(group.topics)), key=lambda t: (len(topic_subs[t]), t))
-    sorted_all = [
-        pid for t in topic_order for pid in range(group.offsets[t], group.offsets[t] + counts[t])
-    ]
+    # By subscriber count, then topic (a stable sort of the topics in order).
+    topic_order = sorted(range(len(group.topics)), key=list(map(len, topic_subs)).__getitem__)
+    offsets = group.offsets
+    sorted_all = list(
+        chain.from_iterable(range(offsets[t], offsets[t] + counts[t]) for t in topic_order)
+    )
     unassigned = [pid for pid in sorted_all if owner[pid] < 0]
     initializing = max(load, default=0) == 0
 
@@ -339,7 +356,6 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
 
     movable_topic = [len(subs) >= 2 for subs in topic_subs]
     max_load = [sum(map(counts.__getitem__, ts)) for ts in member_topics]
-    offsets = group.offsets
     owns_movable = set(
         chain.from_iterable(
             owner[offsets[t] : offsets[t] + counts[t]]

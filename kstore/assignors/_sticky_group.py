@@ -13,7 +13,7 @@ Claims of the same partition by several members are settled as Kafka settles the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import accumulate, chain, repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -134,17 +134,13 @@ def _subscriptions_equal(topic_lists: list[list[str]]) -> bool:
 
 def _owned_claims(specs: list[MemberSubscription], offset_of: dict[str, int]) -> Claims:
     """Every member's owned partitions of the topics taking part, as one flat list."""
-    pid: list[int] = []
-    member: list[int] = []
-    for m, spec in enumerate(specs):
-        owned = spec.owned
-        if owned:
-            try:  # usually every owned topic takes part
-                got = [offset_of[t] + p for t, p in owned]
-            except KeyError:
-                got = [offset + p for t, p in owned if (offset := offset_of.get(t)) is not None]
-            pid += got
-            member += repeat(m, len(got))
+    lists = [spec.owned for spec in specs]
+    try:  # usually every owned topic takes part: one comprehension over them all
+        pid = [offset_of[t] + p for owned in lists for t, p in owned]
+    except KeyError:
+        lists = [[(t, p) for t, p in owned if t in offset_of] for owned in lists]
+        pid = [offset_of[t] + p for owned in lists for t, p in owned]
+    member = list(chain.from_iterable(map(repeat, range(len(lists)), map(len, lists))))
     return Claims(pid, member, len(specs))
 
 
@@ -202,19 +198,15 @@ def build_group(request: AssignmentRequest) -> StickyGroup:
     key = java_string_key(member_ids)
     names: list[str] | list[str | bytes] = member_ids if key is str else list(map(key, member_ids))
     by_name = sorted(range(n), key=names.__getitem__)
-    name_rank = [0] * n
-    for rank, m in enumerate(by_name):
-        name_rank[m] = rank
+    # Each member's place in ``by_name``: the inverse of a permutation is its argsort.
+    name_rank = sorted(range(n), key=by_name.__getitem__)
 
     existing = request.topics
     topic_lists = [spec.topics for spec in specs]
     topics = java_sorted(existing.keys() & set().union(*topic_lists))
     counts = [existing[t] for t in topics]
-    offsets: list[int] = []
-    total = 0
-    for c in counts:
-        offsets.append(total)
-        total += c
+    offsets = [0, *accumulate(counts)]
+    total = offsets.pop()
     offset_of = dict(zip(topics, offsets, strict=True))
 
     generation = [-1 if spec.generation is None else spec.generation for spec in specs]
