@@ -42,3 +42,19 @@ def test_a_nested_pause_ends_with_the_outer_one() -> None:
             pass
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_a_paused_function_called_from_itself_ends_with_the_collector_on() -> None:
+    """The decorator form pauses afresh for each call (``_recreate_cm``): an inner
+    call's end does not end the outer call's pause, nor leave the collector off."""
+    seen: list[bool] = []
+
+    @cyclic_gc_paused()
+    def walk(depth: int) -> None:
+        if depth:
+            walk(depth - 1)
+        seen.append(gc.isenabled())
+
+    walk(2)
+    assert seen == [False, False, False]
+    assert gc.isenabled()
