@@ -180,9 +180,7 @@ class _Balance:
                     self._ready[t].append((load[m], m))
         for heap in self._heaviest + self._ready:
             heapq.heapify(heap)
-        self._hist: dict[int, int] = {}
-        for m in members:
-            self._hist[load[m]] = self._hist.get(load[m], 0) + 1
+        self._hist: dict[int, int] = dict(Counter(map(load.__getitem__, members)))
         self._min = min(self._hist, default=0)
         self._max = max(self._hist, default=0)
         self._witness = -1
@@ -326,8 +324,9 @@ def general_assign(group: StickyGroup, *, kafka_claims: bool = True) -> GeneralR
     owner = [-1] * total
     load = [0] * n
     revocation_required = False
+    rack_aware = racks.enabled
     for pid, m in zip(group.claims.pid, group.claims.member, strict=True):
-        if topic_of[pid] not in subscribed[m] or (racks.enabled and racks.mismatch(m, pid)):
+        if topic_of[pid] not in subscribed[m] or (rack_aware and racks.mismatch(m, pid)):
             revocation_required = True
         else:
             owner[pid] = m

@@ -128,15 +128,15 @@ def _assignment(
 
 
 def _chunks_small(group: StickyGroup, owner: IntArray | list[int]) -> list[list[TopicPartition]]:
-    """Each member's partitions in id order, a Python pass over ``owner``."""
+    """Each member's partitions in id order, a Python pass over ``owner`` (the pairs
+    made once for answers on the same topics, as ``_chunks_large``'s: a replay's
+    decisions of one group mostly are)."""
     chunks: list[list[TopicPartition]] = [[] for _ in group.member_ids]
     owners = owner.tolist() if isinstance(owner, np.ndarray) else owner
-    for name, offset, count in zip(
-        group.topics, group.offsets, group.partition_counts, strict=True
-    ):
-        for partition, m in enumerate(owners[offset : offset + count]):
-            if m >= 0:
-                chunks[m].append((name, partition))
+    pairs = _pairs(tuple(group.topics), tuple(group.partition_counts))
+    for pid, m in enumerate(owners):
+        if m >= 0:
+            chunks[m].append(pairs[pid])
     return chunks
 
 
