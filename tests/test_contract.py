@@ -72,6 +72,35 @@ def test_owned_partition_that_no_longer_exists_is_dropped_not_an_error() -> None
     assert out.returncode == 0, out.stderr
 
 
+def test_normalise_drops_each_members_missing_and_repeated_owned_partitions_only() -> None:
+    """One claim over the request is checked at once; where it finds a repeat (here two
+    members claiming one partition, which stays) each member is checked on its own."""
+    from kstore.assignors import normalise, validate_request
+
+    request = normalise(
+        validate_request(
+            {
+                "strategy": "sticky",
+                "topics": {"orders": 4},
+                "members": {
+                    "a": {"topics": ["orders"], "owned": [["orders", 0], ["orders", 1]]},
+                    "b": {"topics": ["orders"], "owned": [["orders", 1], ["orders", 9]]},
+                    "c": {"topics": ["orders"], "owned": [["orders", 2], ["orders", 2]]},
+                    "d": {"topics": ["orders", "orders"], "owned": [["orders", 3]]},
+                },
+            }
+        )
+    )
+    assert {m: (s.topics, s.owned) for m, s in request.members.items()} == {
+        "a": (["orders"], [("orders", 0), ("orders", 1)]),
+        "b": (["orders"], [("orders", 1)]),
+        "c": (["orders"], [("orders", 2)]),
+        "d": (["orders"], [("orders", 3)]),
+    }
+    clean = normalise(validate_request({**GOOD, "strategy": "sticky"}))
+    assert clean.members == validate_request({**GOOD, "strategy": "sticky"}).members
+
+
 BAD = [
     ("{not json", "not JSON"),
     ('["a list"]', "request"),
