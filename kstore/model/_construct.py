@@ -10,11 +10,12 @@ fields given, so it is equal to, dumps and compares as ``model_construct``'s.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["construct", "every_field", "instance"]
+__all__ = ["construct", "constructor", "every_field", "instance"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -98,6 +99,36 @@ def construct(cls: type[M], **values: Any) -> M:
         if len(sets) < _MOST_SETS:
             sets[names] = given
     return instance(cls, fields, given)
+
+
+def constructor(cls: type[M], *names: str) -> Callable[..., M]:
+    """``construct(cls, **dict(zip(names, values)))`` as a function of ``values``, given
+    by position: for a frozen model the names are checked and its fields set chosen once
+    (a simulated join's or leave's event, fifty a decision when a group is scaled: no
+    keyword dictionary, no checks per call). Other models, and names ``construct`` would
+    hand to ``model_construct`` (a field not given that must be, an unknown name), go
+    through ``construct``."""
+    made = _templates.get(cls) or _template(cls)
+    sets = made[3] if made is not None else None
+    if (
+        made is None
+        or sets is None
+        or len(set(names)) != len(names)
+        or not made[0].keys() >= set(names) >= made[1]
+    ):
+        return lambda *values: construct(cls, **dict(zip(names, values, strict=True)))
+    _templates[cls] = made
+    template = made[0]
+    given = sets.setdefault(names, set(names))
+    if names == tuple(template):  # every field, in field order: no template to copy
+        return lambda *values: instance(cls, dict(zip(names, values, strict=True)), given)
+
+    def make(*values: Any) -> M:
+        fields = template.copy()
+        fields.update(zip(names, values, strict=True))
+        return instance(cls, fields, given)
+
+    return make
 
 
 def instance(cls: type[M], fields: dict[str, Any], given: set[str]) -> M:

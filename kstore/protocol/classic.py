@@ -37,7 +37,7 @@ from typing import Literal
 
 from kstore._java import HashSetOrder, hash_order, string_hash
 from kstore.assignors import AssignmentRequest, TopicPartition, assign, reads_owned
-from kstore.model._construct import construct
+from kstore.model._construct import construct, constructor
 from kstore.model.events import (
     AssignmentCompleted,
     Event,
@@ -70,6 +70,20 @@ _REBALANCING = (
 _REVOKING = "need to revoke partitions and re-join"
 
 _LeftReason = Literal["leave", "session-timeout", "poll-timeout", "fenced", "other"]
+
+# A member's join and leave, fifty of each a decision when a group is scaled.
+_joined = constructor(
+    MemberJoined,
+    "member_id",
+    "topics",
+    "instance_id",
+    "client_id",
+    "rack",
+    "protocols",
+    "session_timeout_ms",
+    "rebalance_timeout_ms",
+)
+_left = constructor(MemberLeft, "member_id", "reason")
 
 
 def select_protocol(members: Sequence[tuple[str, Sequence[str]]]) -> str:
@@ -173,17 +187,17 @@ class ClassicGroupSim(GroupSim):
         spec = client.spec
         member_id = self.classic_member_id(spec)
         self.bind(client, member_id)
+        settings = self.settings
         self.emit(
-            construct(
-                MemberJoined,
-                member_id=member_id,
-                topics=list(spec.topics),
-                instance_id=spec.instance_id,
-                client_id=spec.name,
-                rack=spec.rack,
-                protocols=list(spec.protocols),
-                session_timeout_ms=self.settings.session_timeout_ms,
-                rebalance_timeout_ms=self.settings.max_poll_interval_ms,
+            _joined(
+                member_id,
+                list(spec.topics),
+                spec.instance_id,
+                spec.name,
+                spec.rack,
+                list(spec.protocols),
+                settings.session_timeout_ms,
+                settings.max_poll_interval_ms,
             )
         )
         self.order.add(member_id)
@@ -203,7 +217,7 @@ class ClassicGroupSim(GroupSim):
             self.release_all(client)
             self.bind(client, None)
         member = self.state.members[member_id]
-        self.emit(construct(MemberLeft, member_id=member_id, reason=left))
+        self.emit(_left(member_id, left))
         self.preferences[member.protocols or ()] -= 1
         self.queue.cancel(f"expire:{member_id}")
         self.order.remove(member_id)
@@ -707,7 +721,7 @@ class ClassicGroupSim(GroupSim):
             del member_clients[member_id]
             client.member_id = None
             member = members[member_id]
-            self.emit(construct(MemberLeft, member_id=member_id, reason="leave"))
+            self.emit(_left(member_id, "leave"))
             self.preferences[member.protocols or ()] -= 1
             self.queue.cancel(f"expire:{member_id}")
             order.remove(member_id)
