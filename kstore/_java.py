@@ -52,6 +52,7 @@ def to_int32(value: int) -> int:
 
 
 _string_hash_cache: dict[str, int] = {}
+_CACHED_MOST = 1_000_000
 _powers: list[tuple[int, ...]] = [()]
 """``_powers[n]``: 31 ** (n - 1 - i) mod 2 ** 32 for each place i of an n-unit string."""
 
@@ -74,7 +75,7 @@ def string_hash(s: str) -> int:
         data = s.encode("utf-16-be", "surrogatepass")
         units = [(data[i] << 8) | data[i + 1] for i in range(0, len(data), 2)]
     result = to_int32(sum(map(operator.mul, units, _weights(len(units)))) & _MASK32)
-    if len(_string_hash_cache) < 1_000_000:
+    if len(_string_hash_cache) < _CACHED_MOST:
         _string_hash_cache[s] = result
     return result
 
@@ -174,10 +175,39 @@ def hash_order_by(keys: Iterable[K], hashes: Sequence[int] | None, capacity: int
     return [ks[i] for i in order]
 
 
+_MANY = 8
+"""New keys from which ``_string_hashes`` hashes them together (numpy's fixed cost is
+that of hashing about four 42-character keys one by one)."""
+
+
 def _string_hashes(keys: Sequence[str]) -> list[int]:
-    """``string_hash`` of each key (the cached ones looked up without a call)."""
+    """``string_hash`` of each key (the cached ones looked up without a call; many new
+    ones cached first by ``_cache_hashes``)."""
     cache = _string_hash_cache
+    new = [k for k in keys if k not in cache]
+    if len(new) >= _MANY:
+        _cache_hashes(new)
     return [cache[k] if k in cache else string_hash(k) for k in keys]
+
+
+def _cache_hashes(keys: Sequence[str]) -> None:
+    """``string_hash`` of the ASCII ones of ``keys``, cached (while the cache has room),
+    in one numpy pass per length: a sticky assignor orders its members by their hashes,
+    and a scaled group brings it fifty new member ids a decision, 2.75 us each alone.
+
+    ``string_hash``'s sum of products, in unsigned 64-bit arithmetic: it wraps modulo
+    2 ** 64, which keeps the sum modulo 2 ** 32 exact however long the key."""
+    import numpy as np
+
+    by_length: dict[int, list[str]] = {}
+    for key in keys[: max(_CACHED_MOST - len(_string_hash_cache), 0)]:
+        if key.isascii():
+            by_length.setdefault(len(key), []).append(key)
+    for n, same in by_length.items():
+        units = np.frombuffer("".join(same).encode("ascii"), np.uint8).reshape(len(same), n)
+        sums = units @ np.array(_weights(n), np.uint64)
+        hashes = (sums & _MASK32).astype(np.uint32).view(np.int32).tolist()
+        _string_hash_cache.update(zip(same, hashes, strict=True))
 
 
 def hash_order(keys: Sequence[str], capacity: int | None = None) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kstore import _java
 from kstore._java import hash_order, java_abs, murmur2, string_hash, to_int32, to_positive
 from kstore.partitioner import RoundRobinPartitioner, StickyPartitioner, partition_for_key
 from kstore.protocol.find_coordinator import coordinator_partition
@@ -116,3 +117,27 @@ def test_cli_rejects_bad_partition_count() -> None:
     out = _kstore("partition", "--key", "k", "--partitions", "0")
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@given(st.lists(st.text(max_size=12), max_size=30))
+def test_many_new_keys_hashed_together_as_one_by_one(keys: list[str]) -> None:
+    keys += ["", "polygenelubricants", "x" * 300, "é" * 9]  # empty, MIN_VALUE, long
+    _java._string_hash_cache.clear()
+    together = _java._string_hashes(keys)
+    cached = dict(_java._string_hash_cache)
+    _java._string_hash_cache.clear()
+    assert together == [string_hash(k) for k in keys]
+    # The ASCII ones were hashed together (numpy), the others one by one, all cached.
+    assert cached == {k: string_hash(k) for k in keys}
+
+
+def test_keys_hashed_together_are_cached_only_while_there_is_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _java._string_hash_cache.clear()
+    monkeypatch.setattr(_java, "_CACHED_MOST", 3)
+    keys = [f"member-{i}" for i in range(10)]
+    _java._cache_hashes(keys)
+    assert _java._string_hash_cache == {k: string_hash(k) for k in keys[:3]}
+    assert _java._string_hashes(keys) == [string_hash(k) for k in keys]
+    _java._string_hash_cache.clear()
