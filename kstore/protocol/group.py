@@ -39,7 +39,9 @@ class ResumeMismatch(KstoreError):
     """The timeline holds events this simulation would not write (another scenario or seed)."""
 
 
-@dataclass(frozen=True, slots=True)
+# Not ``frozen``, as ``fold.Member`` (its ``__init__`` a third of the instructions): a
+# scaled group's every new member has one. Replaced, never changed (``change_subscription``).
+@dataclass(slots=True, unsafe_hash=True)
 class MemberSpec:
     """How one consumer process is configured."""
 

@@ -12,6 +12,7 @@ from kstore.model import (
     Event,
     EventData,
     GroupState,
+    Member,
     MemberJoined,
     MemberLeft,
     MemberReplaced,
@@ -209,3 +210,14 @@ def test_the_fold_keeps_the_request_up_to_date() -> None:
     assert third.members["c"] is not second.members["c"]
     assert third.members["c"].topics == ["orders"] and third.members["c"].generation == 2
     assert third == GroupState.from_dict(state.to_dict()).to_request("range")
+
+
+def test_members_compare_and_hash_by_value() -> None:
+    # Not frozen (its __init__ is a join's hot path), still a value: equal records hash
+    # alike, as the projections and snapshots compare them.
+    one = Member(("t",), None, "c-1", None, "r1", ("range",), 45_000, 300_000)
+    two = Member(("t",), None, "c-1", None, "r1", ("range",), 45_000, 300_000)
+    assert one == two
+    assert hash(one) == hash(two)
+    assert len({one, two, Member(("t",))}) == 2
+    assert Member.from_dict(one.to_dict()) == one
