@@ -128,6 +128,8 @@ class GroupSim:
         """The first part of each event's and member id's name (``event_id(stream,
         version)``, ``_new_name``), made once."""
         self._stamp = stamper(stream, self._name)
+        self._member_names = f"{self._name}|{seed}|member|"
+        """The part of each member id's name before its number (``_new_name``)."""
 
     # --- events ----------------------------------------------------------------------
 
@@ -175,7 +177,7 @@ class GroupSim:
     def _new_name(self) -> str:
         """What the next member id is made from (its UUID's name)."""
         self._ids += 1
-        return f"{self._name}|{self.seed}|member|{self._ids}"
+        return f"{self._member_names}{self._ids}"
 
     def classic_member_id(self, spec: MemberSpec) -> str:
         """``clientId-UUID`` or, for a static member, ``groupInstanceId-UUID``."""

@@ -103,22 +103,23 @@ class RunResult:
 
 
 def _specs(group: MemberGroup, strategy: str, start: int) -> list[MemberSpec]:
+    # The group's fields read once (each a pydantic attribute): a scale step's dozens of
+    # new members.
     protocols = tuple(group.protocols) if group.protocols else (strategy,)
+    named, prefix, topics, rack, racks = (
+        group.name,
+        group.prefix,
+        tuple(group.topics),
+        group.rack,
+        group.racks,
+    )
+    static = group.static
     out = []
     for i in range(group.count):
-        name = group.name or f"{group.prefix}{start + i:03d}"
-        rack = group.rack
-        if group.racks:
-            rack = group.racks[i % len(group.racks)]
-        out.append(
-            MemberSpec(
-                name=name,
-                topics=tuple(group.topics),
-                protocols=protocols,
-                rack=rack,
-                instance_id=name if group.static else None,
-            )
-        )
+        name = named or f"{prefix}{start + i:03d}"
+        if racks:
+            rack = racks[i % len(racks)]
+        out.append(MemberSpec(name, topics, protocols, rack, name if static else None))
     return out
 
 
