@@ -15,10 +15,11 @@ modelled.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "HashSetOrder",
@@ -191,23 +192,33 @@ def _string_hashes(keys: Sequence[str]) -> list[int]:
 
 
 def _cache_hashes(keys: Sequence[str]) -> None:
-    """``string_hash`` of the ASCII ones of ``keys``, cached (while the cache has room),
-    in one numpy pass per length: a sticky assignor orders its members by their hashes,
-    and a scaled group brings it fifty new member ids a decision, 2.75 us each alone.
+    """``string_hash`` of ``keys``, cached (while the cache has room), in one numpy pass
+    per length (one that holds a non-ASCII key: left to ``string_hash``): a sticky
+    assignor orders its members by their hashes, and a scaled group brings it fifty new
+    member ids a decision, 2.75 us each alone.
 
     ``string_hash``'s sum of products, in unsigned 64-bit arithmetic: it wraps modulo
     2 ** 64, which keeps the sum modulo 2 ** 32 exact however long the key."""
     import numpy as np
 
-    by_length: dict[int, list[str]] = {}
-    for key in keys[: max(_CACHED_MOST - len(_string_hash_cache), 0)]:
-        if key.isascii():
-            by_length.setdefault(len(key), []).append(key)
-    for n, same in by_length.items():
-        units = np.frombuffer("".join(same).encode("ascii"), np.uint8).reshape(len(same), n)
-        sums = units @ np.array(_weights(n), np.uint64)
-        hashes = (sums & _MASK32).astype(np.uint32).view(np.int32).tolist()
-        _string_hash_cache.update(zip(same, hashes, strict=True))
+    keys = keys[: max(_CACHED_MOST - len(_string_hash_cache), 0)]
+    lengths = set(map(len, keys))
+    for n in lengths:
+        same = keys if len(lengths) == 1 else [k for k in keys if len(k) == n]
+        text = "".join(same)
+        if text.isascii():
+            units = np.frombuffer(text.encode("ascii"), np.uint8).reshape(len(same), n)
+            sums = units @ _weight_array(n)
+            hashes = (sums & _MASK32).astype(np.uint32).view(np.int32).tolist()
+            _string_hash_cache.update(zip(same, hashes, strict=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _weight_array(n: int) -> Any:
+    """``_weights(n)`` as numpy's unsigned 64-bit integers."""
+    import numpy as np
+
+    return np.array(_weights(n), np.uint64)
 
 
 def hash_order(keys: Sequence[str], capacity: int | None = None) -> list[str]:
