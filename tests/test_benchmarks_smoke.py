@@ -124,3 +124,33 @@ def test_the_replay_task_measure_replays_as_the_spark_task_does(tmp_path: Path) 
     got = ipc.open_file(out).read_all().select(["event_id", "version", "data"]).to_pylist()
     assert len(got) > 100
     assert got == want
+
+
+def test_the_fleet_log_holds_the_fleet_a_group_to_a_file(tmp_path: Path) -> None:
+    import duckdb
+
+    from benchmarks._fleet import fleet
+    from benchmarks._fleet_log import write_fleet_log
+
+    events = list(fleet(30, 50))
+    assert write_fleet_log(tmp_path, 30) == len(events)
+    rows = duckdb.sql(
+        f"SELECT cluster, group_id, version, event_id, filename FROM read_parquet("
+        f"'{tmp_path}/events/**/*.parquet', hive_partitioning = true, filename = true)"
+    ).fetchall()
+    # (the fleet's event ids are new each run: its groups and their sizes are the same)
+    assert len(rows) == len({r[3] for r in rows}) == len(events)
+    sizes = {(e.cluster, e.group): 0 for e in events}
+    for e in events:
+        sizes[e.cluster, e.group] += 1
+    assert {(c, g): n for (c, g), n in sizes.items()} == {
+        key: sum(1 for r in rows if (r[0], r[1]) == key) for key in sizes
+    }
+    files = {(r[0], r[1]): set() for r in rows}
+    for cluster, group, _, _, name in rows:
+        files[cluster, group].add(name)
+    assert all(len(names) == 1 for names in files.values())
+    by_stream: dict[tuple[str, str], list[int]] = {}
+    for cluster, group, version, _, _ in rows:
+        by_stream.setdefault((cluster, group), []).append(version)
+    assert all(v == list(range(1, len(v) + 1)) for v in by_stream.values())
