@@ -173,6 +173,7 @@ class _Replayer:
         stored: Iterable[Event] = (),
         state: GroupState | None = None,
         instead: str = _INSTEAD,
+        timed: bool = True,
     ) -> None:
         self.target = target
         self.instead = instead
@@ -188,7 +189,7 @@ class _Replayer:
         self.assignor_cpu_seconds = 0.0
         # The assignor timed (``assignor_seconds``) for ``replay``'s result; ``replay_events``
         # reports no times, and four clock reads a decision were 3% of an assignor's work.
-        self.timed = True
+        self.timed = timed
         self.warnings: list[str] = []
         self._stored = iter(stored)
         self._next = next(self._stored, None)
@@ -640,8 +641,7 @@ def replay_events(
     ``events`` are the source stream's from its first (version 1).
     """
     check_strategy(strategy)
-    replayer = _Replayer(target, strategy)
-    replayer.timed = False
+    replayer = _Replayer(target, strategy, timed=False)
     if warnings is not None:
         replayer.warnings = warnings
     for version, event in enumerate(events, start=1):

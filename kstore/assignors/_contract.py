@@ -164,20 +164,13 @@ def normalise(request: AssignmentRequest, *, owned: bool = True) -> AssignmentRe
     fixed: dict[str, MemberSubscription] = {}
     if not owned and max(map(len, map(_TOPICS, request.members.values())), default=0) < 2:
         return request  # no owned partitions to look at, no topic listed twice (maps)
-    get = topics.get
     # Usually every owned partition exists and no two claims are the same, not even two
     # members': checked once over the request, then no member needs its own check.
     every = [tp for sub in request.members.values() for tp in sub.owned] if owned else []
-    checked = len(set(every)) == len(every) and all([0 <= p < get(t, 0) for t, p in every])
+    checked = _existing_once(every, topics) is every
     for member_id, sub in request.members.items():
         kept = sub.owned
-        # Else ``_existing_once``'s two quick passes inline for each member.
-        if (
-            owned
-            and kept
-            and not checked
-            and (len(set(kept)) != len(kept) or not all([0 <= p < get(t, 0) for t, p in kept]))
-        ):
+        if owned and kept and not checked:
             kept = _existing_once(kept, topics)
         sub_topics = sub.topics
         if len(sub_topics) > 1 and len(set(sub_topics)) != len(sub_topics):
