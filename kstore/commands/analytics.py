@@ -249,7 +249,7 @@ def check_group(
     print_rows(columns, rows, output, title=f"{cluster}/{group}/{source}")
     verdicts = [check.verdict for check in checks]
     counts = ", ".join(f"{verdicts.count(v):,} {v}" for v in VERDICTS)
-    print(f"{len(checks):,} decisions of {source}: {counts}", file=sys.stderr)
+    print(f"{counted(len(checks), 'decision')} of {source}: {counts}", file=sys.stderr)
     return 0 if set(verdicts) <= {"same", "not-taken-up"} else 1
 
 
@@ -340,7 +340,7 @@ def report(
     where = "the report to standard output" if to_stdout else out
     # the page itself may be what standard output carries
     print(
-        f"wrote {where} ({plots:,} plots, timelines {', '.join(names)})",
+        f"wrote {where} ({counted(plots, 'plot')}, timelines {', '.join(names)})",
         file=sys.stderr if to_stdout else sys.stdout,
     )
 

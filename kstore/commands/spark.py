@@ -32,8 +32,9 @@ def export_parquet(store: Path, out: Path) -> None:
     started = time.perf_counter()
     result = export_store(Store(store), out)
     print(
-        f"exported {result.events:,} events of {result.streams:,} streams and "
-        f"{result.assignments:,} assignment rows to {out} ({time.perf_counter() - started:.1f} s)"
+        f"exported {counted(result.events, 'event')} of {counted(result.streams, 'stream')} and "
+        f"{counted(result.assignments, 'assignment row')} to {out} "
+        f"({time.perf_counter() - started:.1f} s)"
     )
 
 
@@ -66,9 +67,9 @@ def spark_ingest(dumps: Sequence[str], out: Path, master: str | None, conf: Sequ
     with _session(master, conf, dumps) as spark:
         result = ingest_dumps(spark, list(dumps), out)
     print(
-        f"ingested {result.events:,} events into {out / 'events'}; "
-        f"quarantined {result.quarantined:,} lines ({out / 'quarantine'}); "
-        f"dropped {result.duplicates} duplicates"
+        f"ingested {counted(result.events, 'event')} into {out / 'events'}; "
+        f"quarantined {counted(result.quarantined, 'line')} ({out / 'quarantine'}); "
+        f"dropped {counted(result.duplicates, 'duplicate')}"
     )
 
 
@@ -103,7 +104,8 @@ def spark_replay(
     warnings: list[str] = []
     with _session(master, conf, folders) as spark:
         count = write_replays(read_log(spark, folders), names, out, source, warnings)
-    print(f"replayed {source} with {', '.join(names)}: {count:,} events in {out / 'events'}")
+    replayed = counted(count, "event")
+    print(f"replayed {source} with {', '.join(names)}: {replayed} in {out / 'events'}")
     for warning in warnings:
         print(f"kstore: warning: {warning}", file=sys.stderr)
 

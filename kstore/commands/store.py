@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstore._errors import UsageError
 from kstore._files import named, read_text
+from kstore._text import counted
 from kstore.commands._stop import interrupted_says
 from kstore.model.events import Event, EventError, parse_event_lines
 from kstore.store.log import Store
@@ -296,4 +297,4 @@ def rebuild_store(path: Path) -> None:
         ),
     ):
         store.rebuild(progress)
-    print(f"rebuilt the projections and snapshots of {len(store.streams()):,} streams")
+    print(f"rebuilt the projections and snapshots of {counted(len(store.streams()), 'stream')}")

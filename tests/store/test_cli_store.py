@@ -114,7 +114,9 @@ def test_store_commands(
     code, out, _ = run(capsys, monkeypatch, "streams")
     assert code == 0 and "orders-consumers" in out
     code, out, _ = run(capsys, monkeypatch, "rebuild")
-    assert code == 0 and "1 streams" in out
+    assert code == 0 and out.strip().endswith("snapshots of 1 stream")
+    code, out, _ = run(capsys, monkeypatch, "export", "--out", str(tmp_path / "parquet"))
+    assert code == 0 and re.match(r"exported [0-9,]+ events of 1 stream and ", out)
 
 
 def test_bad_input_stores_nothing(
