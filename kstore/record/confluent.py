@@ -48,6 +48,7 @@ import os
 import sys
 import time
 import uuid
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -459,6 +460,22 @@ def _order(report: MemberReport) -> tuple[int, str, int]:
     return report.generation, report.member_id, report.seq
 
 
+@dataclass
+class _Batch:
+    """The events of one generation (or of closes after the last one), and what a merge
+    made while the group runs waits for before it stores them."""
+
+    name: str
+    at: float
+    """Its first report's time: the events' ``at``."""
+    newest: float
+    """Its newest report's time: ``settle`` counts from it."""
+    facts: list[EventData]
+    awaited: list[str] = field(default_factory=list)
+    """Members a later report could still put in it: its leader named them, and they
+    have reported nothing in it or after it, nor closed."""
+
+
 def merge_reports(
     reports: Iterable[MemberReport],
     *,
@@ -468,44 +485,66 @@ def merge_reports(
 ) -> list[Event]:
     """The events of the groups' reports (one ``recorded`` stream per group).
 
-    ``settle``: leave out the newest generation when a report of it is younger than
-    this many seconds (at ``now``), as it may still be under way.
+    ``settle``: the group may still be running, so only its final generations (``_final``:
+    none of their reports younger than this many seconds at ``now``, nobody awaited);
+    None or 0: the group has stopped, and every generation is final.
     """
     by_group: dict[str, list[MemberReport]] = {}
     for report in sorted(reports, key=_order):
         by_group.setdefault(report.group, []).append(report)
+    current = datetime.now(UTC).timestamp() if now is None else now
     events = []
     for group, every in sorted(by_group.items()):
-        group_reports = every
-        if settle is not None:
-            newest = max(r.generation for r in every)
-            current = datetime.now(UTC).timestamp() if now is None else now
-            if any(r.generation == newest and current - r.at < settle for r in every):
-                group_reports = [r for r in every if r.generation < newest]
-        events.extend(_group_events(cluster, group, group_reports, every))
+        batches = _batches(group, every, stopped=not settle)
+        if settle:
+            batches = batches[: _final(group, batches, settle, current)]
+        for batch in batches:
+            events.extend(_events(cluster, group, batch.name, batch.at, batch.facts))
     return events
 
 
-def _group_events(
-    cluster: str, group: str, reports: list[MemberReport], every: list[MemberReport]
-) -> list[Event]:
-    """Events of one group's reports, sorted by (generation, member, seq). ``every``: those
-    of a generation left out to settle too, for each member's first report (so that a
-    generation merged before it and after it is the same)."""
+def _final(group: str, batches: list[_Batch], settle: float, now: float) -> int:
+    """How many of ``batches`` a merge stores. A batch is final when none of its reports
+    is younger than ``settle`` and it awaits nobody, or the batch after it is final: a
+    member awaited there too has still reported nothing, and that batch's leader no
+    longer names it, so no later report puts it in either. From the first batch not final
+    on, every batch waits (each builds on the one before)."""
+    count, after = len(batches), False
+    for index in reversed(range(len(batches))):
+        batch = batches[index]
+        final = now - batch.newest >= settle and (after or not batch.awaited)
+        count, after = (count if final else index), final
+    if count < len(batches) and now - batches[count].newest >= settle:
+        log.warning(
+            "group %s: generation %s and later not stored yet: its leader named %s, which "
+            "reported nothing in it or since (merge again later; --settle 0 once the "
+            "group has stopped)",
+            group,
+            batches[count].name,
+            ", ".join(batches[count].awaited),
+        )
+    return count
+
+
+def _batches(group: str, reports: list[MemberReport], *, stopped: bool) -> list[_Batch]:
+    """Events of one group's reports, sorted by (generation, member, seq): a batch per
+    generation, and one of the members' closes after the last generation they were in
+    when no member is left (``stopped``: the group has stopped, whoever is left; else
+    the closes go in the next generation's batch, as its merge will have them)."""
     first: dict[str, MemberReport] = {}
-    for report in every:
-        first.setdefault(report.member_id, report)
-    span: dict[str, tuple[int, int]] = {}
+    seen: dict[str, list[int]] = {}
+    """The generations each member reported in, in order."""
     closed: dict[str, int] = {}
-    for report in reports:
-        low, high = span.get(report.member_id, (report.generation, report.generation))
-        span[report.member_id] = (min(low, report.generation), max(high, report.generation))
-        if report.kind == "close":
-            closed[report.member_id] = report.generation
+    newest: dict[int, float] = {}
     by_generation: dict[int, list[MemberReport]] = {}
     decided: dict[int, MemberReport] = {}
     for report in reports:
-        if report.kind != "close":
+        first.setdefault(report.member_id, report)
+        seen.setdefault(report.member_id, []).append(report.generation)
+        newest[report.generation] = max(newest.get(report.generation, report.at), report.at)
+        if report.kind == "close":
+            closed[report.member_id] = report.generation
+        else:
             by_generation.setdefault(report.generation, []).append(report)
         if report.kind == "decided":
             decided[report.generation] = report
@@ -519,11 +558,30 @@ def _group_events(
         if any(report.kind == "assign" for report in round_reports)
     }
 
-    events: list[Event] = []
+    numbers = sorted(by_generation)
+
+    def in_unheard(member: str, generation: int) -> bool:
+        """Whether a member that reported nothing in ``generation`` was in it: it reports
+        later, and every generation until then has it (it never heard of them): named by
+        its leader, or, where no decision was reported, the member reported before."""
+        reported = seen.get(member, [])
+        after = bisect_right(reported, generation)
+        if after == len(reported):
+            return False
+        until = bisect_left(numbers, reported[after])
+        return all(
+            member in decided[g].named if g in decided else reported[0] < generation
+            for g in numbers[bisect_left(numbers, generation) : until]
+        )
+
+    batches: list[_Batch] = []
     members: dict[str, list[str]] = {}
     holds: dict[str, list[TopicPartition]] = {}
     counts: dict[str, int] = {}
-    for generation, round_reports in sorted(by_generation.items()):
+    for generation in numbers:
+        round_reports = by_generation[generation]
+        if members and all(closed.get(m, generation) < generation for m in members):
+            batches.append(_closes(members, closed, reports))  # the group emptied
         out: list[EventData] = []
         last = {report.member_id: report for report in round_reports}
         for report in round_reports:
@@ -531,23 +589,13 @@ def _group_events(
                 if counts.get(topic) != count and count >= 1:
                     out.append(TopicChanged(topic=topic, partitions=count))
                     counts[topic] = count
-        # Members that reported before and after it, and those a leader named before
-        # they first reported (below), until then.
-        present = set(last) | {
-            m
-            for m in members
-            if generation < first[m].generation or span[m][0] < generation < span[m][1]
-        }
+        named = decided[generation].named if generation in decided else []
+        unheard = {m for m in {*members, *named} - set(last) if in_unheard(m, generation)}
+        present = set(last) | unheard
         called = {r.member_id for r in round_reports if r.kind in _CALLBACKS}
-        unheard: set[str] = set()
         if generation in decided:  # but none its leader did not name, unless called back
-            named = decided[generation].named
             present = {m for m in present if m in named or m in called}
             last = {m: report for m, report in last.items() if m in present}
-            # A member first reporting later that its leader named here: Tansu counted
-            # its JoinGroup in this round and answered it with a later one.
-            unheard = {m for m in named if m in first and generation < first[m].generation}
-            present |= unheard
         for member_id in sorted(set(members) - present):
             reason = "leave" if member_id in closed else "other"
             out.append(MemberLeft(member_id=member_id, reason=reason))
@@ -571,10 +619,11 @@ def _group_events(
             )
             members[member_id], holds[member_id] = report.topics, []
         strategy = round_reports[-1].strategy
+        missed = present - called
         if protocol_of(strategy) == "eager":
             _say_unseen(group, generation, members, holds, counts)
         clients = {report.client for report in round_reports}
-        out.append(RebalanceStarted(generation=generation, reason=_reason(present - called)))
+        out.append(RebalanceStarted(generation=generation, reason=_reason(missed)))
         out.append(
             AssignmentCompleted(
                 generation=generation,
@@ -586,7 +635,7 @@ def _group_events(
             )
         )
         if protocol_of(strategy) == "cooperative":  # eager: it revoked all, holds nothing
-            for member_id in sorted(present - called):
+            for member_id in sorted(missed):
                 why = NOT_CALLED_BACK if member_id in last else NOT_HEARD
                 why = NOT_ANSWERED if generation < first[member_id].generation else why
                 fact = AssignmentNotTakenUp(generation=generation, member_id=member_id, reason=why)
@@ -594,13 +643,25 @@ def _group_events(
         # The generation's first report: later ones (a revocation ending it, a member
         # reporting late) would move the time of facts already stored under these ids.
         at = min(report.at for report in round_reports)
-        events.extend(_events(cluster, group, f"{generation}", at, out))
+        awaited = [
+            m for m in named if m not in closed and seen.get(m, [generation - 1])[-1] < generation
+        ]
+        batches.append(_Batch(f"{generation}", at, newest[generation], out, awaited))
     # Members that closed after the last generation the reports show.
-    gone = [MemberLeft(member_id=m, reason="leave") for m in sorted(members) if m in closed]
-    if gone:
-        at = max(r.at for r in reports if r.kind == "close" and r.member_id in members)
-        events.extend(_events(cluster, group, "end", at, list(gone)))
-    return events
+    if any(m in closed for m in members) and (stopped or set(members) <= set(closed)):
+        batches.append(_closes(members, closed, reports))
+    return batches
+
+
+def _closes(
+    members: dict[str, list[str]], closed: dict[str, int], reports: list[MemberReport]
+) -> _Batch:
+    """The ``leave`` of each member of ``members`` that closed, taken out of it."""
+    gone = sorted(m for m in members if m in closed)
+    at = max(r.at for r in reports if r.kind == "close" and r.member_id in gone)
+    for member_id in gone:
+        del members[member_id]
+    return _Batch("end", at, at, [MemberLeft(member_id=m, reason="leave") for m in gone])
 
 
 def _reason(missed: set[str]) -> str:
