@@ -621,7 +621,9 @@ def _batches(group: str, reports: list[MemberReport], *, stopped: bool) -> list[
         strategy = round_reports[-1].strategy
         missed = present - called
         if protocol_of(strategy) == "eager":
-            _say_unseen(group, generation, members, holds, counts)
+            # It revoked everything before it joined again, and took nothing up.
+            holds.update({member_id: [] for member_id in unheard})
+            _say_unseen(group, generation, members, holds, counts, missed, decided.get(generation))
         clients = {report.client for report in round_reports}
         out.append(RebalanceStarted(generation=generation, reason=_reason(missed)))
         out.append(
@@ -681,27 +683,40 @@ def _say_unseen(
     members: dict[str, list[str]],
     holds: dict[str, list[TopicPartition]],
     counts: dict[str, int],
+    missed: set[str],
+    decided: MemberReport | None,
 ) -> None:
     """An eager generation assigns every partition of the subscribed topics: those no
     reporter held were held by a member that runs no listener (kcat, another
-    application), which the merge cannot see. Said, not guessed."""
+    application), which the merge cannot see, or given to a member that did not take
+    the generation up (``missed``; the leader's decision, where reported, says which).
+    Said, not guessed."""
     subscribed = {topic for topics in members.values() for topic in topics}
     held = {tp for partitions in holds.values() for tp in partitions}
+    if decided is not None:  # the record says why these are held by nobody
+        held |= {tp for member in missed for tp in decided.decision.get(member, [])}
     unseen = sorted(
         (topic, partition)
         for topic in subscribed
         for partition in range(counts.get(topic, 0))
         if (topic, partition) not in held
     )
-    if unseen:
-        log.warning(
-            "group %s generation %d: %d partitions held by no reporting member (%s): a "
-            "member without the listener holds them, and the record leaves it out",
-            group,
-            generation,
-            len(unseen),
-            ", ".join(f"{t}-{p}" for t, p in unseen[:5]) + (" ..." if len(unseen) > 5 else ""),
+    if not unseen:
+        return
+    cause = "a member without the listener holds them, and the record leaves it out"
+    if missed and decided is None:
+        cause = (
+            f"given to {', '.join(sorted(missed))}, which did not take the generation up, "
+            "or held by a member without the listener"
         )
+    log.warning(
+        "group %s generation %d: %d partitions held by no reporting member (%s): %s",
+        group,
+        generation,
+        len(unseen),
+        ", ".join(f"{t}-{p}" for t, p in unseen[:5]) + (" ..." if len(unseen) > 5 else ""),
+        cause,
+    )
 
 
 def _events(

@@ -543,6 +543,63 @@ def test_a_generation_a_member_missed_is_the_same_before_and_after_its_next_repo
     assert [s.event.type for s in store.events()].count("MemberLeft") == 0
 
 
+def test_an_eager_member_named_before_its_first_report_is_not_a_member_without_listener(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """NOTE19's third item left: eager, a's assignor gave b t0 and t1 in generation 1, and
+    b, whose JoinGroup Tansu answered with generation 2, never heard of 1. Nobody held t0
+    and t1 there, and the merge warned that a member without the listener held them: the
+    leader's decision says they were b's, which did not take generation 1 up."""
+    reporter = Reporter("range", 4)
+    reporter.emit("a", 0, "assign", EVERYTHING, EVERYTHING)
+    reporter.emit("a", 0, "revoke", EVERYTHING, set())
+    for generation in (1, 2):
+        reporter.emit("a", generation, "decided", set(), set())
+        reporter.reports[-1] = replace(
+            reporter.reports[-1],
+            named=["a", "b"],
+            decision={"a": sorted(KEPT), "b": sorted(EVERYTHING - KEPT)},
+        )
+        reporter.emit("a", generation, "assign", KEPT, KEPT)
+    reporter.emit("a", 1, "revoke", KEPT, set())
+    reporter.emit("b", 2, "assign", EVERYTHING - KEPT, EVERYTHING - KEPT)
+    with caplog.at_level(logging.WARNING, logger="kstore.record"):
+        events = merge_reports(reporter.reports, cluster="prod")
+    assert [r.getMessage() for r in caplog.records] == []
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    assert (completed[1]["generation"], completed[1]["assignment"]) == (
+        1,
+        {"a": [["t", 2], ["t", 3]], "b": []},
+    )
+
+
+def test_an_eager_member_that_never_heard_of_a_generation_holds_nothing_in_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Eager: b revoked everything in generation 1 to join again, and its JoinGroup was
+    answered with generation 3 (it never heard of 2, in which a's assignor, whose decision
+    was not reported, gave it t2 and t3). The record had b holding t2 and t3 in 2, which
+    it had revoked; now nothing, and the warning about the partitions nobody held names b
+    as well as a member without the listener."""
+    reporter = Reporter("range", 4)
+    reporter.emit("a", 1, "assign", EVERYTHING - KEPT, EVERYTHING - KEPT)
+    reporter.emit("b", 1, "assign", KEPT, KEPT)
+    reporter.emit("a", 1, "revoke", EVERYTHING - KEPT, set())
+    reporter.emit("b", 1, "revoke", KEPT, set())
+    reporter.emit("a", 2, "assign", EVERYTHING - KEPT, EVERYTHING - KEPT)
+    reporter.emit("a", 2, "revoke", EVERYTHING - KEPT, set())
+    reporter.emit("a", 3, "assign", EVERYTHING - KEPT, EVERYTHING - KEPT)
+    reporter.emit("b", 3, "assign", KEPT, KEPT)
+    with caplog.at_level(logging.WARNING, logger="kstore.record"):
+        events = merge_reports(reporter.reports, cluster="prod")
+    completed = [e.data.to_dict() for e in events if e.type == "AssignmentCompleted"]
+    assert completed[1]["assignment"] == {"a": [["t", 0], ["t", 1]], "b": []}
+    assert [r.getMessage() for r in caplog.records] == [
+        "group g generation 2: 2 partitions held by no reporting member (t-2, t-3): given "
+        "to b, which did not take the generation up, or held by a member without the listener"
+    ]
+
+
 def test_a_close_after_the_last_generation_is_stored_once(store: Store) -> None:
     """b closed after generation 1; a merge made then stored b's leave after 1, and the
     merge after generation 2 (the rebalance b's LeaveGroup set off) stored it again,
