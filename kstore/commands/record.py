@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kstore._errors import UsageError
 from kstore._extras import require
@@ -18,6 +19,10 @@ from kstore._text import counted
 from kstore.commands._stop import stop_requested
 from kstore.record._failures import CONFIGURATION, ClientFailure, FirstAnswer
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
+
+if TYPE_CHECKING:
+    from kstore.model.events import Event, StreamId
+    from kstore.store.log import Store
 
 __all__ = ["merge_reports_cmd", "parse_interval", "poll_groups", "record_offsets"]
 
@@ -220,9 +225,52 @@ def merge_reports_cmd(
     settle: float,
 ) -> None:
     from kstore.record.confluent import merge_reports, read_reports
+    from kstore.store.interface import ConcurrencyError
     from kstore.store.log import Store
-    from kstore.store.writer import Writer
 
     events = merge_reports(read_reports(reports, group), cluster=cluster, settle=settle)
-    result = Writer(Store(store_path)).write(events)
+    store = Store(store_path)
+    streams = sorted({event.stream for event in events})
+    while True:  # checked and appended at the versions read; again if a writer came between
+        versions = {stream: store.version(stream) for stream in streams}
+        for stream in streams:
+            _refuse_another_record(store, stream, [e for e in events if e.stream == stream])
+        try:
+            result = store.append(events, expected_version=versions)
+            break
+        except ConcurrencyError:
+            continue
     print(f"{len(events):,} events ({result.stored:,} new, {result.already:,} already stored)")
+
+
+def _refuse_another_record(store: Store, stream: StreamId, events: list[Event]) -> None:
+    """Refused, nothing stored, when appending the merge's new events would not put them
+    where the merge has them (event ids follow a generation's content): a generation the
+    stream holds as merged otherwise (by an earlier kstore, or from other reports) would
+    be stored a second time, after the stream's end; a fact new to an earlier generation
+    (one an earlier kstore did not write) would land after later generations."""
+    from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, RebalanceStarted
+
+    stored: set[str] = set()
+    generations: set[int] = set()
+    for found in store.events(
+        cluster=stream.cluster, group=stream.group, timeline=stream.timeline, assignments=False
+    ):
+        stored.add(found.event.event_id)
+        if isinstance(found.event.data, AssignmentCompleted):
+            generations.add(found.event.data.generation)
+    new = [event.event_id not in stored for event in events]
+    start = new.index(True) if True in new else len(events)
+    if all(new[start:]) and not any(
+        isinstance(e.data, AssignmentCompleted) and e.data.generation in generations
+        for e in events[start:]
+    ):
+        return
+    numbered = (RebalanceStarted, AssignmentCompleted, AssignmentNotTakenUp)
+    generation = next(e.data.generation for e in events[start:] if isinstance(e.data, numbered))
+    raise UsageError(
+        f"group {stream.group} (cluster {stream.cluster}): these reports merge generation "
+        f"{generation} otherwise than the record stored in this store (merged by an earlier "
+        "kstore, or from other reports); nothing stored: merge them into a new store, or "
+        "under another --cluster"
+    )

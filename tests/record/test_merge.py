@@ -25,6 +25,7 @@ from kstore.record.confluent import (
     read_reports,
 )
 from kstore.store.log import Store
+from tests.processes import kstore_cli
 
 TP = tuple[str, int]
 
@@ -598,6 +599,39 @@ def test_an_eager_member_that_never_heard_of_a_generation_holds_nothing_in_it(
         "group g generation 2: 2 partitions held by no reporting member (t-2, t-3): given "
         "to b, which did not take the generation up, or held by a member without the listener"
     ]
+
+
+def test_reports_merging_differently_from_the_stored_record_are_refused(
+    store: Store, tmp_path: Any
+) -> None:
+    """NOTE19's second item left: a store merged by an earlier kstore (here: one that read
+    no leaders' decisions, so generation 1 had a alone) and merged again got generations
+    1 and 2 appended a second time, after the stream's end. Now the merge says so in one
+    line, exit 2, and stores nothing."""
+    every = named_early(2)
+    store.append(merge_reports([r for r in every if r.kind != "decided"], cluster="prod"))
+    before = [s.event for s in store.events()]
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "g.jsonl").write_text("".join(json.dumps(asdict(r)) + "\n" for r in every))
+    merge = kstore_cli(store.path, "record", "merge", "--reports", str(folder), "--cluster", "prod")
+    assert (merge.returncode, merge.stdout) == (2, "")
+    assert merge.stderr == (
+        "kstore: error: group g (cluster prod): these reports merge generation 1 otherwise "
+        "than the record stored in this store (merged by an earlier kstore, or from other "
+        "reports); nothing stored: merge them into a new store, or under another --cluster\n"
+    )
+    assert [s.event for s in store.events()] == before
+    # A store merged by a kstore that wrote no AssignmentNotTakenUp yet: the merge now
+    # has one in generation 1, which was appended after generation 2.
+    store = Store(tmp_path / "older.duckdb")
+    store.init()
+    store.append(
+        [e for e in merge_reports(every, cluster="prod") if e.type != "AssignmentNotTakenUp"]
+    )
+    merge = kstore_cli(store.path, "record", "merge", "--reports", str(folder), "--cluster", "prod")
+    assert (merge.returncode, merge.stdout) == (2, "")
+    assert "merge generation 1 otherwise than the record stored" in merge.stderr
 
 
 def test_a_close_after_the_last_generation_is_stored_once(store: Store) -> None:
