@@ -751,7 +751,11 @@ def record_merge_cmd(
     cluster: _RecordClusterOpt = "default",
     settle: Annotated[
         float,
-        typer.Option("--settle", help="Leave out a generation younger than this (s)."),
+        typer.Option(
+            "--settle",
+            help="Store a generation once its reports are this old (s) and every member its "
+            "leader named has reported; 0: the group has stopped, store everything.",
+        ),
     ] = 5.0,
 ) -> None:
     """Merge confluent-kafka members' rebalance reports into group events."""

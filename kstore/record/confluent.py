@@ -21,9 +21,10 @@ order of arrival across members merge into the same events. A generation is one
 somebody was given an assignment in. A member is in a generation when it reported in it
 (a callback, or its presence: a cooperative member whose partitions do not change, or
 whose SyncGroup failed, gets no callback, and reports that it found itself there), or
-when it reported both before and after it (it never heard of the generation). A member
-that reported nothing in a generation and nothing after it is not in it, whatever it
-held: it was killed, closed or expelled before (its leader may still name a killed
+when it reports after it and every generation until then has it (it never heard of
+them): named by its leader, or, where no decision was reported, it reported before. A
+member that reported nothing in a generation and nothing after it is not in it, whatever
+it held: it was killed, closed or expelled before (its leader may still name a killed
 member until its session ends, and give it what it held). Where the leader's decision
 was reported, a member it did not name is not in the generation either, unless it was
 called back in it; and a member it named that reports only from a later generation on
@@ -36,8 +37,10 @@ it. A member missing from a generation has left: of its own accord when it repor
 
 Generations are the group's own numbers (librdkafka's), so the merge is deterministic:
 event ids derive from the generation and the event's content, and merging again (after
-more reports, or from every member at once) stores each fact once. Merge only settled
-generations (``settle``): one still under way would be recorded cut short.
+more reports, or from every member at once) stores each fact once. A merge made while
+the group runs (``settle``) stores only final generations (``_final``), so that no later
+merge stores one otherwise: one still under way would be recorded cut short, and one a
+named member has not reported yet could be recorded without it.
 """
 
 from __future__ import annotations
