@@ -475,8 +475,11 @@ class _Batch:
     """Its newest report's time: ``settle`` counts from it."""
     facts: list[EventData]
     awaited: list[str] = field(default_factory=list)
-    """Members a later report could still put in it: its leader named them, and they
-    have reported nothing in it or after it, nor closed."""
+    """Members a later report could still put in it (its leader named them, and they
+    have reported nothing in it or after it, nor closed), or, in a batch of closes, the
+    members left (the next generation will have the closes)."""
+    waiting: str = ""
+    """What it waits for, as the warning says it."""
 
 
 def merge_reports(
@@ -519,12 +522,9 @@ def _final(group: str, batches: list[_Batch], settle: float, now: float) -> int:
         count, after = (count if final else index), final
     if count < len(batches) and now - batches[count].newest >= settle:
         log.warning(
-            "group %s: generation %s and later not stored yet: its leader named %s, which "
-            "reported nothing in it or since (merge again later; --settle 0 once the "
-            "group has stopped)",
+            "group %s: %s (merge again later; --settle 0 once the group has stopped)",
             group,
-            batches[count].name,
-            ", ".join(batches[count].awaited),
+            batches[count].waiting,
         )
     return count
 
@@ -532,8 +532,9 @@ def _final(group: str, batches: list[_Batch], settle: float, now: float) -> int:
 def _batches(group: str, reports: list[MemberReport], *, stopped: bool) -> list[_Batch]:
     """Events of one group's reports, sorted by (generation, member, seq): a batch per
     generation, and one of the members' closes after the last generation they were in
-    when no member is left (``stopped``: the group has stopped, whoever is left; else
-    the closes go in the next generation's batch, as its merge will have them)."""
+    when every member closed, or after the last generation; while members are left
+    (unless ``stopped``: the group has stopped), that one awaits them: the next
+    generation's batch will have the closes."""
     first: dict[str, MemberReport] = {}
     seen: dict[str, list[int]] = {}
     """The generations each member reported in, in order."""
@@ -584,7 +585,7 @@ def _batches(group: str, reports: list[MemberReport], *, stopped: bool) -> list[
     for generation in numbers:
         round_reports = by_generation[generation]
         if members and all(closed.get(m, generation) < generation for m in members):
-            batches.append(_closes(members, closed, reports))  # the group emptied
+            batches.append(_closes(members, closed, reports, []))  # the group emptied
         out: list[EventData] = []
         last = {report.member_id: report for report in round_reports}
         for report in round_reports:
@@ -651,22 +652,36 @@ def _batches(group: str, reports: list[MemberReport], *, stopped: bool) -> list[
         awaited = [
             m for m in named if m not in closed and seen.get(m, [generation - 1])[-1] < generation
         ]
-        batches.append(_Batch(f"{generation}", at, newest[generation], out, awaited))
+        waiting = (
+            f"generation {generation} and later not stored yet: its leader named "
+            f"{', '.join(awaited)}, which reported nothing in it or since"
+        )
+        batches.append(_Batch(f"{generation}", at, newest[generation], out, awaited, waiting))
     # Members that closed after the last generation the reports show.
-    if any(m in closed for m in members) and (stopped or set(members) <= set(closed)):
-        batches.append(_closes(members, closed, reports))
+    if any(m in closed for m in members):
+        batches.append(_closes(members, closed, reports, [] if stopped else sorted(members)))
     return batches
 
 
 def _closes(
-    members: dict[str, list[str]], closed: dict[str, int], reports: list[MemberReport]
+    members: dict[str, list[str]],
+    closed: dict[str, int],
+    reports: list[MemberReport],
+    awaited: list[str],
 ) -> _Batch:
-    """The ``leave`` of each member of ``members`` that closed, taken out of it."""
+    """The ``leave`` of each member of ``members`` that closed, taken out of it; the batch
+    awaits the members of ``awaited`` that are left, if any."""
     gone = sorted(m for m in members if m in closed)
     at = max(r.at for r in reports if r.kind == "close" and r.member_id in gone)
     for member_id in gone:
         del members[member_id]
-    return _Batch("end", at, at, [MemberLeft(member_id=m, reason="leave") for m in gone])
+    left = [m for m in awaited if m in members]
+    waiting = (
+        f"the closes of {', '.join(gone)} not stored yet: {', '.join(left)} still in the "
+        "group, whose next generation records them"
+    )
+    leaves: list[EventData] = [MemberLeft(member_id=m, reason="leave") for m in gone]
+    return _Batch("end", at, at, leaves, left, waiting)
 
 
 def _reason(missed: set[str]) -> str:

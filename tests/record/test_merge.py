@@ -634,7 +634,9 @@ def test_reports_merging_differently_from_the_stored_record_are_refused(
     assert "merge generation 1 otherwise than the record stored" in merge.stderr
 
 
-def test_a_close_after_the_last_generation_is_stored_once(store: Store) -> None:
+def test_a_close_after_the_last_generation_is_stored_once(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
     """b closed after generation 1; a merge made then stored b's leave after 1, and the
     merge after generation 2 (the rebalance b's LeaveGroup set off) stored it again,
     inside 2: two leaves of b. While a member is left the close waits for that next
@@ -644,7 +646,12 @@ def test_a_close_after_the_last_generation_is_stored_once(store: Store) -> None:
     reporter.emit("b", 1, "assign", {("t", 1)}, {("t", 1)})
     reporter.emit("b", 1, "revoke", {("t", 1)}, set())
     reporter.emit("b", 1, "close", set(), set())
-    store.append(merge_reports(reporter.reports, settle=5.0, now=20.0))
+    with caplog.at_level(logging.WARNING, logger="kstore.record"):
+        store.append(merge_reports(reporter.reports, settle=5.0, now=20.0))
+    assert [r.getMessage() for r in caplog.records] == [
+        "group g: the closes of b not stored yet: a still in the group, whose next "
+        "generation records them (merge again later; --settle 0 once the group has stopped)"
+    ]
     reporter.emit("a", 2, "assign", {("t", 1)}, {("t", 0), ("t", 1)})
     store.append(merge_reports(reporter.reports, settle=5.0, now=30.0))
     reporter.emit("a", 2, "revoke", {("t", 0), ("t", 1)}, set())
