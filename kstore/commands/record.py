@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import signal
 import sys
@@ -228,6 +229,8 @@ def merge_reports_cmd(
     from kstore.store.interface import ConcurrencyError
     from kstore.store.log import Store
 
+    if not 0 <= settle < math.inf:  # NaN too
+        raise UsageError(f"--settle: not a number of seconds >= 0: {settle:g}")
     events = merge_reports(read_reports(reports, group), cluster=cluster, settle=settle)
     store = Store(store_path)
     streams = sorted({event.stream for event in events})

@@ -511,10 +511,12 @@ def merge_reports(
 
 def _final(group: str, batches: list[_Batch], settle: float, now: float) -> int:
     """How many of ``batches`` a merge stores. A batch is final when none of its reports
-    is younger than ``settle`` and it awaits nobody, or the batch after it is final: a
-    member awaited there too has still reported nothing, and that batch's leader no
-    longer names it, so no later report puts it in either. From the first batch not final
-    on, every batch waits (each builds on the one before)."""
+    is younger than ``settle`` and it awaits nobody, or the batch after it is final:
+    that one does not have the members awaited here (they have reported nothing, so its
+    leader did not name them, else it would await them too), and a member is in a
+    generation it never heard of only when every generation until its next report has
+    it. From the first batch not final on, every batch waits (each builds on the one
+    before)."""
     count, after = len(batches), False
     for index in reversed(range(len(batches))):
         batch = batches[index]

@@ -472,6 +472,16 @@ def test_a_member_its_leader_named_before_its_join_was_answered_is_in_the_genera
     assert early and summary(early) == summary(full[: len(early)]) != summary(full)
 
 
+def test_a_settle_that_is_no_time_is_one_line(store: Store, tmp_path: Any) -> None:
+    # `--settle -1` was taken: every generation settled, with the group running.
+    for settle in ("-1", "nan"):
+        merge = kstore_cli(
+            store.path, "record", "merge", "--reports", str(tmp_path), "--settle", settle
+        )
+        assert (merge.returncode, merge.stdout) == (2, "")
+        assert merge.stderr == f"kstore: error: --settle: not a number of seconds >= 0: {settle}\n"
+
+
 def test_reports_not_there_or_not_text_are_one_line(tmp_path: Any) -> None:
     # `kstore record merge --reports nope` answered "0 events", exit 0, as of a group
     # that never rebalanced; a report file of binary data was "UnicodeDecodeError".
