@@ -689,9 +689,9 @@ def test_a_member_named_that_never_reports_waits_until_a_later_leader_drops_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """c's JoinGroup was counted in generation 1 and c was killed before its answer: a's
-    assignor named it in 1 (giving it t0 and t1) and again until its session ended, in
-    2 and 3 not. Generation 1 waits (said once it is old), and is stored without c once
-    generation 3, whose leader no longer names c, is final."""
+    assignor named it in 1 and, until its session ended, in 2; in 3 no longer.
+    Generation 1 waits (said once it is old), and is stored without c once generation 3,
+    whose leader no longer names c, is final."""
     reporter = Reporter("cooperative-sticky", 4)
     reporter.emit("a", 0, "assign", EVERYTHING, EVERYTHING)
     for generation, named in ((1, ["a", "c"]), (2, ["a", "c"]), (3, ["a"])):
