@@ -8,7 +8,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,6 @@ from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
 
 if TYPE_CHECKING:
     from kstore.model.events import Event, StreamId
-    from kstore.store.log import Store
 
 __all__ = ["merge_reports_cmd", "parse_interval", "poll_groups", "record_offsets"]
 
@@ -228,52 +227,52 @@ def merge_reports_cmd(
     from kstore.record.confluent import merge_reports, read_reports
     from kstore.store.interface import ConcurrencyError
     from kstore.store.log import Store
+    from kstore.store.writer import Writer
 
     if not 0 <= settle < math.inf:  # NaN too
         raise UsageError(f"--settle: not a number of seconds >= 0: {settle:g}")
     events = merge_reports(read_reports(reports, group), cluster=cluster, settle=settle)
-    store = Store(store_path)
     streams = sorted({event.stream for event in events})
     while True:  # checked and appended at the versions read; again if a writer came between
-        versions = {stream: store.version(stream) for stream in streams}
+        writer = Writer(Store(store_path))
         for stream in streams:
-            _refuse_another_record(store, stream, [e for e in events if e.stream == stream])
+            mine = [event for event in events if event.stream == stream]
+            _refuse_another_record(stream, writer.stored(stream), mine)
         try:
-            result = store.append(events, expected_version=versions)
+            result = writer.write(events)
             break
         except ConcurrencyError:
             continue
     print(f"{len(events):,} events ({result.stored:,} new, {result.already:,} already stored)")
 
 
-def _refuse_another_record(store: Store, stream: StreamId, events: list[Event]) -> None:
+def _refuse_another_record(stream: StreamId, stored: Iterable[Event], events: list[Event]) -> None:
     """Refused, nothing stored, when appending the merge's new events would not put them
     where the merge has them (event ids follow a generation's content): a generation the
     stream holds as merged otherwise (by an earlier kstore, or from other reports) would
     be stored a second time, after the stream's end; a fact new to an earlier generation
     (one an earlier kstore did not write) would land after later generations."""
-    from kstore.model.events import AssignmentCompleted, AssignmentNotTakenUp, RebalanceStarted
+    from kstore.model.events import AssignmentCompleted
 
-    stored: set[str] = set()
+    ids: set[str] = set()
     generations: set[int] = set()
-    for found in store.events(
-        cluster=stream.cluster, group=stream.group, timeline=stream.timeline, assignments=False
-    ):
-        stored.add(found.event.event_id)
-        if isinstance(found.event.data, AssignmentCompleted):
-            generations.add(found.event.data.generation)
-    new = [event.event_id not in stored for event in events]
+    for found in stored:
+        ids.add(found.event_id)
+        if isinstance(found.data, AssignmentCompleted):
+            generations.add(found.data.generation)
+    new = [event.event_id not in ids for event in events]
     start = new.index(True) if True in new else len(events)
     if all(new[start:]) and not any(
         isinstance(e.data, AssignmentCompleted) and e.data.generation in generations
         for e in events[start:]
     ):
         return
-    numbered = (RebalanceStarted, AssignmentCompleted, AssignmentNotTakenUp)
-    generation = next(e.data.generation for e in events[start:] if isinstance(e.data, numbered))
+    numbered = [getattr(e.data, "generation", None) for e in events[start:]]
+    generation = next((g for g in numbered if isinstance(g, int)), None)
+    what = "a generation" if generation is None else f"generation {generation}"
     raise UsageError(
-        f"group {stream.group} (cluster {stream.cluster}): these reports merge generation "
-        f"{generation} otherwise than the record stored in this store (merged by an earlier "
+        f"group {stream.group} (cluster {stream.cluster}): these reports merge {what} "
+        "otherwise than the record stored in this store (merged by an earlier "
         "kstore, or from other reports); nothing stored: merge them into a new store, or "
         "under another --cluster"
     )
