@@ -265,6 +265,25 @@ async function kstoreDraw() {
   }
   document.body.setAttribute('data-drawn', String(figures.length));
 }
+// A table wider than the window shows each row as a card, each value beside its
+// column's name (a table of 15 columns scrolled sideways at 800 px); one that fits
+// stays a table. Measured again when the window's width changes.
+function kstoreFit() {
+  const tables = [...document.querySelectorAll('table')];
+  for (const table of tables) table.classList.remove('cards');
+  const wide = tables.filter(table => table.scrollWidth > table.clientWidth);
+  for (const table of wide) {
+    // a name may break after its underscores, as in the table's head
+    const names = [...table.tHead.rows[0].cells].map(
+      cell => cell.textContent.replaceAll('_', '_\u200b'));
+    for (const row of table.tBodies[0].rows) {
+      [...row.cells].forEach((cell, i) => { cell.dataset.name = names[i]; });
+    }
+    table.classList.add('cards');
+  }
+}
+kstoreFit();
+window.addEventListener('resize', kstoreFit);
 kstoreDraw();
 """
 
@@ -294,6 +313,19 @@ _STYLE = (
     "background-attachment:local,local,scroll,scroll}"
     "@media (max-width:900px){body{margin:1em}td.text{min-width:16em}"
     "table{max-width:calc(100vw - 2em)}}"
+    # A table as cards (kstoreFit): the rows side by side as many as fit, each a card
+    # of lines "name value"; a value wraps anywhere rather than run past its card.
+    "table.cards,.cards tbody,.cards td{display:block;width:auto;min-width:0;max-width:none}"
+    "table.cards{background:none}.cards thead{display:none}"
+    ".cards tbody{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,22em),1fr));"
+    "gap:0.5em}"
+    ".cards tr{display:block;border:1px solid #ccc;padding:3px 0}"
+    ".cards td{display:grid;grid-template-columns:minmax(6em,40%) 1fr;gap:0 8px;border:none;"
+    "padding:1px 8px;white-space:normal;overflow-wrap:anywhere}"
+    ".cards td::before{content:attr(data-name);color:#555;overflow-wrap:normal}"
+    # the first cell, the card's title, across it: a timeline's name on one line
+    ".cards td:first-child{display:block;font-weight:bold;background:#f4f4f4}"
+    ".cards td:first-child::before{margin-right:8px}"
 )
 
 
@@ -329,23 +361,28 @@ _LEGEND_WIDTH = 600
 it (a wider page leaves a row blank)."""
 
 
-def _legend_above(title: str, names: Sequence[str], height: int) -> dict[str, Any]:
+def _legend_above(
+    title: str, names: Sequence[str], height: int, subtitled: bool = True
+) -> dict[str, Any]:
     """Layout of a figure whose plots are ``height`` px tall, ``title`` at its top and
     its timelines ``names`` named under it in rows above the plots: the top margin grows
     with the rows (16 timelines' legend overprinted the title in a fixed one), and the
-    figure with it. To the plot's right, long names took a third of a narrow page."""
+    figure with it. To the plot's right, long names took a third of a narrow page.
+    ``subtitled``: the first plot has a title of its own, under the legend (room for
+    one where there was none stood as a blank band above the reasons' plot)."""
     rows, used = 1, 0.0
     for name in names:
         entry = 40 + 6.2 * len(name)  # its symbol and gap, and the name (measured)
         if used and used + entry > _LEGEND_WIDTH:
             rows, used = rows + 1, 0.0
         used += entry
-    top = 50 + 21 * rows + 50  # the title, the legend's rows, the first plot's own title
+    top = 50 + 21 * rows + (50 if subtitled else 20)  # the title, the legend, a plot's title
     total = height + top
     return {
         "title": {"text": title, "yref": "container", "yanchor": "top", "y": 1 - 12 / total},
         "legend": {"orientation": "h", "yref": "container", "yanchor": "top", "x": 0,
                    "y": 1 - 50 / total, "maxheight": 1},  # not cut to half the figure
+        "showlegend": True,  # a lone timeline named too (its colour as in the rates)
         "margin": {"t": top},
         "height": total,
     }  # fmt: skip
@@ -598,7 +635,14 @@ def _reasons(
         )
     figure.update_layout(
         barmode="group",
-        **_legend_above("Rebalance reasons by kind", [names[0] for names in groups], 260),
+        **_legend_above(
+            "Rebalance reasons by kind", [names[0] for names in groups], 260, subtitled=False
+        ),
+    )
+    # a kind of two words on two lines: at 800 px "poll timeout session timeout" ran
+    # together on one
+    figure.update_xaxes(
+        tickvals=REASON_KINDS, ticktext=[kind.replace(" ", "<br>") for kind in REASON_KINDS]
     )
     top = Result(
         ["timeline", "kind", "rebalances", "reason"],  # the count before the long text

@@ -15,6 +15,7 @@ import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -364,39 +365,66 @@ def test_small_report_draws_with_advice(fleet: Path, tmp_path: Path) -> None:
 
 _PROBE = (
     "<script>window.addEventListener('load', () => setTimeout(() => {"
+    "const box = e => { const r = e.getBoundingClientRect();"
+    " return [r.left, r.top, r.right, r.bottom]; };"
+    "const reasons = document.getElementById('reasons');"
+    "const legend = reasons.querySelector('.legend');"
     "document.body.setAttribute('data-widths', JSON.stringify({"
     "page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],"
-    "tables: [...document.querySelectorAll('table')].map(t => [t.scrollWidth, t.clientWidth])"
+    "tables: [...document.querySelectorAll('table')].map(t => ({"
+    " widths: [t.scrollWidth, t.clientWidth], cards: t.classList.contains('cards'),"
+    " names: [...t.tHead.rows[0].cells].map(c => c.textContent),"
+    " said: [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.dataset.name))})),"
+    "ticks: [...reasons.querySelectorAll('.xtick text')].map(box),"
+    "title: box(reasons.querySelector('.gtitle')), legend: legend && box(legend),"
+    "plot: box(reasons.querySelector('.nsewdrag'))"
     "}))}, 200));</script></body>"
 )
 
 
-def widths(page: Path, tmp_path: Path, window: int) -> dict[str, Any]:
-    """The page's and each table's [scrollWidth, clientWidth] at ``window`` px wide."""
+def measured(page: Path, tmp_path: Path, window: int) -> dict[str, Any]:
+    """At ``window`` px wide: the page's [scrollWidth, clientWidth]; each table's, whether
+    it shows its rows as cards, its column names and the name each cell was given; the
+    reasons plot's x labels, title, legend and plot area (left, top, right, bottom)."""
     probed = tmp_path / f"probed-{window}.html"
     probed.write_text(page.read_text().replace("</body>", _PROBE))
     dom, _ = chromium(probed, tmp_path / "profile", "--dump-dom", f"--window-size={window},2000")
     found = re.search(r'data-widths="([^"]*)"', dom)
     assert found is not None, dom[:2000]
-    measured: dict[str, Any] = json.loads(html.unescape(found.group(1)))
-    return measured
+    widths: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return widths
 
 
-def test_the_compare_table_uses_a_wide_window_and_scrolls_only_in_a_narrow_one(
-    fleet: Path, tmp_path: Path
-) -> None:
-    """Every strategy replayed: the Compare table (1,732 px of content) scrolled inside
-    the body's 1,400 px at a 1,600 px window (a user trial). Now a table may take the
-    window less the margins and a column's name breaks after its underscores: at 1,600
-    px no table scrolls; at 800 px the tables scroll inside themselves, the page not."""
+def test_the_report_reads_at_800_px_without_sideways_scrolling(fleet: Path, tmp_path: Path) -> None:
+    """A user trial at 800 px: the Compare and Advice tables (15 timelines, 15 columns)
+    scrolled sideways, the reasons plot's kinds ran together ("poll timeout session
+    timeout static rejoin") and a blank band stood above its plot. Now a table wider
+    than the window shows each row as a card of its columns' names and values, a kind
+    is named on two lines where it has two words, and the plot starts under its legend.
+    At 1,600 px every table is a table (one takes the window less the margins, past the
+    body's 1,400 px) and none scrolls."""
     page = tmp_path / "advised.html"
     kstore(fleet, "report", "--group", "eager-vs-cooperative", "--out", str(page))
-    wide = widths(page, tmp_path, 1600)
-    assert all(scroll <= client for scroll, client in wide["tables"]), wide
-    assert max(client for _, client in wide["tables"]) > 1400, wide  # past the body's width
-    narrow = widths(page, tmp_path, 800)
-    assert any(scroll > client for scroll, client in narrow["tables"]), narrow
-    assert narrow["page"][0] <= narrow["page"][1], narrow
+    wide = measured(page, tmp_path, 1600)
+    assert not any(t["cards"] for t in wide["tables"]), wide["tables"]
+    assert all(scroll <= client for t in wide["tables"] for scroll, client in [t["widths"]])
+    assert max(t["widths"][1] for t in wide["tables"]) > 1400, wide["tables"]
+    narrow = measured(page, tmp_path, 800)
+    assert narrow["page"][0] <= narrow["page"][1], narrow["page"]
+    for table in narrow["tables"]:
+        scroll, client = table["widths"]
+        assert scroll <= client, table  # 1,454 px in 768 before
+        if table["cards"]:  # each value beside its column's name (breaking after a _)
+            names = [[name.replace("\u200b", "") for name in said] for said in table["said"]]
+            assert all(said == table["names"] for said in names), table
+    assert [t["names"][0] for t in narrow["tables"] if t["cards"]][:2] == ["timeline", "rank"]
+    ticks = narrow["ticks"]
+    assert len(ticks) == len(REASON_KINDS)
+    for (_, _, right, _), (left, _, _, _) in pairwise(sorted(ticks)):
+        assert right + 4 <= left, ticks  # apart
+    # the plot under the legend (or the title): 42 px below it before, 100 with no legend
+    above = narrow["legend"] or narrow["title"]
+    assert 0 <= narrow["plot"][1] - above[3] <= 25, (above, narrow["plot"])
 
 
 def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
