@@ -356,6 +356,10 @@ def _plot(ident: str) -> str:
 # --- a group's report -------------------------------------------------------------------
 
 
+MARGIN_RIGHT = 20
+"""A report plot's right margin, px: plotly's 80 left a blank band beside every plot,
+a tenth of an 800 px page (nothing is drawn there: the legends are above the plots)."""
+
 _LEGEND_WIDTH = 600
 """The legend's width on a narrow page (800 px, less a margin): its rows are counted at
 it (a wider page leaves a row blank)."""
@@ -383,7 +387,7 @@ def _legend_above(
         "legend": {"orientation": "h", "yref": "container", "yanchor": "top", "x": 0,
                    "y": 1 - 50 / total, "maxheight": 1},  # not cut to half the figure
         "showlegend": True,  # a lone timeline named too (its colour as in the rates)
-        "margin": {"t": top},
+        "margin": {"t": top, "r": MARGIN_RIGHT},
         "height": total,
     }  # fmt: skip
 
@@ -798,7 +802,9 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     start, end = moments[0][1], moments[-1][1]
     columns = min(OWNERSHIP_COLUMNS, max(50, 4 * len(moments)))
     width = max(end - start, timedelta(seconds=1)) / columns
-    edges = [start + width * i for i in range(columns)]
+    # each column at its middle: its cell drawn over its time, the last ending at the
+    # last rebalance (drawn from each start, the cells stood half a column early)
+    middles = [start + width * (i + 0.5) for i in range(columns)]
     # Per cell, the state held longest in the column's time: an owner, or unowned (-1).
     # The last rebalance's state holds for one column's time after it. Times are whole
     # microseconds from the start (exact: a run of rebalances that leave a partition
@@ -872,7 +878,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     figure = go.Figure(
         go.Heatmap(
             z=z,
-            x=edges,
+            x=middles,
             y=y,
             zmin=-1.5,
             zmax=n - 0.5,
@@ -896,7 +902,12 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         title=f"Ownership ({timeline}): partition by time",
         height=height,
         showlegend=False,
+        margin={"r": MARGIN_RIGHT},
     )
+    # The axes span the cells: the moves' markers padded them, a blank band above the
+    # partitions and beside the time.
+    figure.update_xaxes(range=[start, start + width * columns])
+    figure.update_yaxes(range=[-0.5, len(y) - 0.5])
     note = (
         f"{len(partitions):,} of {total:,} partitions, {counted(len(moments), 'rebalance')}, "
         f"{columns:,} columns of {format_span(width)} each showing who held the partition "

@@ -363,8 +363,9 @@ def test_small_report_draws_with_advice(fleet: Path, tmp_path: Path) -> None:
     assert drawn(page, tmp_path, "report-small.png") == plots
 
 
-_PROBE = (
-    "<script>window.addEventListener('load', () => setTimeout(() => {"
+_PROBE = (  # once every plot is drawn
+    "<script>const probe = setInterval(() => {"
+    "if (document.body.dataset.drawn === '0') return; clearInterval(probe);"
     "const box = e => { const r = e.getBoundingClientRect();"
     " return [r.left, r.top, r.right, r.bottom]; };"
     "const reasons = document.getElementById('reasons');"
@@ -377,15 +378,20 @@ _PROBE = (
     " said: [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.dataset.name))})),"
     "ticks: [...reasons.querySelectorAll('.xtick text')].map(box),"
     "title: box(reasons.querySelector('.gtitle')), legend: legend && box(legend),"
-    "plot: box(reasons.querySelector('.nsewdrag'))"
-    "}))}, 200));</script></body>"
+    "plot: box(reasons.querySelector('.nsewdrag')),"
+    "cells: box(document.querySelector('#own0 .hm image')),"
+    "owned: box(document.querySelector('#own0 .nsewdrag')),"
+    "beside: [...document.querySelectorAll('.plot')].map(p =>"
+    " p.getBoundingClientRect().right - box(p.querySelector('.nsewdrag'))[2])"
+    "}))}, 100);</script></body>"
 )
 
 
 def measured(page: Path, tmp_path: Path, window: int) -> dict[str, Any]:
     """At ``window`` px wide: the page's [scrollWidth, clientWidth]; each table's, whether
     it shows its rows as cards, its column names and the name each cell was given; the
-    reasons plot's x labels, title, legend and plot area (left, top, right, bottom)."""
+    reasons plot's x labels, title, legend and plot area, the first ownership view's cells
+    and plot area (left, top, right, bottom); the blank beside each plot's area, px."""
     probed = tmp_path / f"probed-{window}.html"
     probed.write_text(page.read_text().replace("</body>", _PROBE))
     dom, _ = chromium(probed, tmp_path / "profile", "--dump-dom", f"--window-size={window},2000")
@@ -425,6 +431,11 @@ def test_the_report_reads_at_800_px_without_sideways_scrolling(fleet: Path, tmp_
     # the plot under the legend (or the title): 42 px below it before, 100 with no legend
     above = narrow["legend"] or narrow["title"]
     assert 0 <= narrow["plot"][1] - above[3] <= 25, (above, narrow["plot"])
+    # the ownership view's cells fill its plot: its moves' markers padded it, 60 px
+    # blank above the partitions, 40 px either side of the time
+    for edge, (cells, owned) in enumerate(zip(narrow["cells"], narrow["owned"], strict=True)):
+        assert abs(cells - owned) <= 2, (edge, narrow["cells"], narrow["owned"])
+    assert all(0 <= blank <= 30 for blank in narrow["beside"]), narrow["beside"]  # 80 before
 
 
 def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
