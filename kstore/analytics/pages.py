@@ -300,7 +300,8 @@ _STYLE = (
     ".note{color:#555;font-size:90%}.plot{width:100%}"
     ".partial{color:#a40000;font-weight:bold}"
     # an ownership view's key: owners named whole, wrapping at any width
-    ".key{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:85%;margin:0 0 0.5em 60px}"
+    ".key{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,var(--column)),1fr));"
+    "gap:2px 14px;font-size:85%;margin:0 0 0.5em 60px}"
     ".key span{overflow-wrap:anywhere}.key i{display:inline-block;width:11px;height:11px;"
     "margin-right:4px;vertical-align:-1px}"
     # A table wider than the page scrolls inside itself; a shadow on the side where more
@@ -869,11 +870,15 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     # The owners holding most, named whole in a key under the plot (HTML, wrapping at any
     # width): a colour bar beside the plot cut the names (a member id's UUID took half
     # a narrow page) and took the plot's width at 800 px.
+    # In columns as wide as its longest name (and its swatch), as many as fit: a ragged
+    # flow of names read as a second column cut at 800 px.
     keyed = sorted((c for c in held if c >= 0), key=held.__getitem__, reverse=True)[:KEY_OWNERS]
+    labelled = [(-1, "unowned"), *((c, names[c]) for c in keyed)]
     key = "".join(
         f"<span><i style='background:{colours[code + 1]}'></i>{html.escape(label)}</span>"
-        for code, label in [(-1, "unowned"), *((c, names[c]) for c in keyed)]
+        for code, label in labelled
     )
+    column = max(len(label) for _, label in labelled) + 3
     step = max(1, -(-len(moves_x) // MOVE_MARKERS))
     figure = go.Figure(
         go.Heatmap(
@@ -918,7 +923,7 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
         + f"; black: unowned most of the column ({unowned_cells:,} cells)"
         + (f"; blank: a partition not there yet ({absent_cells:,} cells)" if absent_cells else "")
     )
-    return figure, note, f"<div class='key'>{key}</div>"
+    return figure, note, f"<div class='key' style='--column:{column}ch'>{key}</div>"
 
 
 def _storms(rows: list[dict[str, Any]]) -> Result:

@@ -381,6 +381,7 @@ _PROBE = (  # once every plot is drawn
     "plot: box(reasons.querySelector('.nsewdrag')),"
     "cells: box(document.querySelector('#own0 .hm image')),"
     "owned: box(document.querySelector('#own0 .nsewdrag')),"
+    "key: [...document.querySelectorAll('#own0 + .key span')].map(box),"
     "beside: [...document.querySelectorAll('.plot')].map(p =>"
     " p.getBoundingClientRect().right - box(p.querySelector('.nsewdrag'))[2])"
     "}))}, 100);</script></body>"
@@ -391,7 +392,8 @@ def measured(page: Path, tmp_path: Path, window: int) -> dict[str, Any]:
     """At ``window`` px wide: the page's [scrollWidth, clientWidth]; each table's, whether
     it shows its rows as cards, its column names and the name each cell was given; the
     reasons plot's x labels, title, legend and plot area, the first ownership view's cells
-    and plot area (left, top, right, bottom); the blank beside each plot's area, px."""
+    and plot area, its key's names (left, top, right, bottom); the blank beside each
+    plot's area, px."""
     probed = tmp_path / f"probed-{window}.html"
     probed.write_text(page.read_text().replace("</body>", _PROBE))
     dom, _ = chromium(probed, tmp_path / "profile", "--dump-dom", f"--window-size={window},2000")
@@ -436,6 +438,13 @@ def test_the_report_reads_at_800_px_without_sideways_scrolling(fleet: Path, tmp_
     for edge, (cells, owned) in enumerate(zip(narrow["cells"], narrow["owned"], strict=True)):
         assert abs(cells - owned) <= 2, (edge, narrow["cells"], narrow["owned"])
     assert all(0 <= blank <= 30 for blank in narrow["beside"]), narrow["beside"]  # 80 before
+    # the key's names in columns, each starting where the one above it does (a ragged
+    # second column read as cut at 800 px): at most 3 columns, as many rows as it takes
+    for window in (wide, narrow):
+        starts = Counter(left for left, *_ in window["key"])
+        rows = len({top for _, top, *_ in window["key"]})
+        assert len(starts) <= (3 if window is narrow else 6), starts
+        assert rows == -(-len(window["key"]) // len(starts)), (rows, starts)
 
 
 def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
@@ -479,7 +488,7 @@ def test_big_report_is_bounded_and_draws(fleet: Path, tmp_path: Path) -> None:
     # the owners holding most named whole in a key under the plot (a colour bar cut
     # them to 18 characters and took a narrow page's width), no colour bar
     assert heatmap["showscale"] is False and "colorbar" not in heatmap
-    key = re.search(r"<div class='key'>(.*?)</div>", text)
+    key = re.search(r"<div class='key'[^>]*>(.*?)</div>", text)
     assert key is not None
     keyed = [html.unescape(n) for n in re.findall(r"</i>([^<]*)</span>", key.group(1))]
     assert keyed[0] == "unowned" and len(keyed) == 1 + KEY_OWNERS
