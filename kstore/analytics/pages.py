@@ -299,7 +299,8 @@ _STYLE = (
     "td.text{white-space:normal;min-width:30em;max-width:60em;overflow-wrap:anywhere}"
     ".note{color:#555;font-size:90%}.plot{width:100%}"
     ".partial{color:#a40000;font-weight:bold}"
-    # an ownership view's key: owners named whole, wrapping at any width
+    # an ownership view's key: owners named whole, in columns as wide as its longest
+    # name (--column, set on each key), as many as fit
     ".key{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,var(--column)),1fr));"
     "gap:2px 14px;font-size:85%;margin:0 0 0.5em 60px}"
     ".key span{overflow-wrap:anywhere}.key i{display:inline-block;width:11px;height:11px;"
@@ -869,9 +870,8 @@ def _ownership(store: Store, group: str, cluster: str, timeline: str) -> tuple[A
     height = max(420, min(1400, 12 * len(y) + 160))
     # The owners holding most, named whole in a key under the plot (HTML, wrapping at any
     # width): a colour bar beside the plot cut the names (a member id's UUID took half
-    # a narrow page) and took the plot's width at 800 px.
-    # In columns as wide as its longest name (and its swatch), as many as fit: a ragged
-    # flow of names read as a second column cut at 800 px.
+    # a narrow page) and took the plot's width at 800 px. In columns as wide as its
+    # longest name and its swatch: a ragged flow of names read as a second column cut.
     keyed = sorted((c for c in held if c >= 0), key=held.__getitem__, reverse=True)[:KEY_OWNERS]
     labelled = [(-1, "unowned"), *((c, names[c]) for c in keyed)]
     key = "".join(

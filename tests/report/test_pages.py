@@ -399,18 +399,20 @@ def measured(page: Path, tmp_path: Path, window: int) -> dict[str, Any]:
     dom, _ = chromium(probed, tmp_path / "profile", "--dump-dom", f"--window-size={window},2000")
     found = re.search(r'data-widths="([^"]*)"', dom)
     assert found is not None, dom[:2000]
-    widths: dict[str, Any] = json.loads(html.unescape(found.group(1)))
-    return widths
+    said: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return said
 
 
 def test_the_report_reads_at_800_px_without_sideways_scrolling(fleet: Path, tmp_path: Path) -> None:
     """A user trial at 800 px: the Compare and Advice tables (15 timelines, 15 columns)
     scrolled sideways, the reasons plot's kinds ran together ("poll timeout session
-    timeout static rejoin") and a blank band stood above its plot. Now a table wider
-    than the window shows each row as a card of its columns' names and values, a kind
-    is named on two lines where it has two words, and the plot starts under its legend.
-    At 1,600 px every table is a table (one takes the window less the margins, past the
-    body's 1,400 px) and none scrolls."""
+    timeout static rejoin"), a blank band stood above its plot, the ownership view's
+    cells inside another and every plot beside 80 px of blank, and the key's names ran
+    ragged. Now a table wider than the window shows each row as a card of its columns'
+    names and values, a kind is named on two lines where it has two words, the reasons'
+    plot starts under its legend, the cells fill their plot, 20 px beside it, and the
+    key's names stand in columns. At 1,600 px every table is a table (one takes the
+    window less the margins, past the body's 1,400 px) and none scrolls."""
     page = tmp_path / "advised.html"
     kstore(fleet, "report", "--group", "eager-vs-cooperative", "--out", str(page))
     wide = measured(page, tmp_path, 1600)
