@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import Literal
 
 from kstore.assignors import TopicPartition, assign, reads_owned
@@ -140,8 +141,46 @@ class ConsumerGroupSim(GroupSim):
         self.queue.schedule_made(items, seq, self._heartbeats)
 
     def _heartbeats(self, due: Due[tuple[Client, int]]) -> None:
-        for client, life in due:
-            self._heartbeat(client, life)
+        while (rest := self._heartbeat_each(due)) is not None:
+            self._heartbeat(*rest)
+
+    def _heartbeat_each(self, due: Due[tuple[Client, int]]) -> tuple[Client, int] | None:
+        """The heartbeats after an epoch bump in one pass over the due ones (each consumed
+        as it goes: ``Due.window``, as ``ClassicGroupSim._park_each`` goes through the
+        rejoins: a generator or a call per heartbeat would cost what the pass saves), as
+        ``_heartbeat`` takes them: each in turn whose client is gone or cut off, or whose
+        member is stable and has its target already (nearly all: a member's target
+        mostly stays the same tuple), up to one that does more (it must reconcile or
+        join again), consumed and given back for ``_heartbeat``; ``None`` when every due
+        one was handled."""
+        members, epochs, assignment = self.state.members, self.epochs, self.state.assignment
+        epoch = self.state.generation or 0
+        items, pos, stop, live = due.window()
+        take = live.pop
+        last = None
+        for i, (at, seq, key, heartbeat) in enumerate(islice(items, pos, stop), pos):
+            pending = take(key, None)  # consumed if pending with this number
+            if pending != seq:
+                if pending is not None:
+                    live[key] = pending
+                continue
+            last = at
+            client, life = heartbeat
+            if client.life != life or not client.alive or at < client.cut_until:
+                continue
+            member_id = client.member_id
+            if member_id is not None and member_id in members:
+                member = epochs[member_id]
+                if member.state == STABLE and (
+                    member.epoch == epoch or assignment.get(member_id, ()) == member.given
+                ):
+                    take(f"expire:{member_id}", None)  # the session goes on
+                    member.epoch = epoch
+                    continue
+            due.consumed(i + 1, at)
+            return heartbeat
+        due.consumed(stop, last)
+        return None
 
     # --- heartbeats --------------------------------------------------------------------
 
@@ -155,8 +194,7 @@ class ConsumerGroupSim(GroupSim):
         self.queue.schedule(when, client.heartbeat_key, lambda: self._heartbeat(client, life))
 
     def _heartbeat(self, client: Client, life: int) -> None:
-        # Every member's heartbeat after every epoch bump passes through here: the session
-        # refresh, ``connected`` and a stable member's reconciliation (nothing) inline.
+        # A heartbeat after an epoch bump mostly takes ``_heartbeat_each``'s quick way.
         queue = self.queue
         if client.life != life or not client.alive or queue.now < client.cut_until:
             return
