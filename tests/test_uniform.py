@@ -257,3 +257,24 @@ def test_java_facts_the_homogeneous_builder_relies_on() -> None:
         "\U0001f600",
         "\uffff",
     ]
+
+
+def test_answers_on_the_same_topics_list_the_same_pair_objects() -> None:
+    # A simulated consumer group compares each member's target with the last it took up
+    # at every epoch bump, and its run keeps every answer's pairs in its events: the
+    # pairs are made once for the topics (``partition_pairs``), not for each answer.
+    first = validate_request(
+        {"strategy": "uniform", "topics": {"t": 6, "u": 2}, "members": {"a": {"topics": ["t"]}}}
+    )
+    second = validate_request(
+        {
+            "strategy": "uniform",
+            "topics": {"t": 6, "u": 2},
+            "members": {"a": {"topics": ["t", "u"]}, "b": {"topics": ["t", "u"]}},
+        }
+    )
+    before = {tp: tp for tps in assign(first).assignment.values() for tp in tps}
+    after = [tp for tps in assign(second).assignment.values() for tp in tps]
+    assert sorted(after) == [("t", p) for p in range(6)] + [("u", 0), ("u", 1)]
+    assert all(before[tp] is tp for tp in after if tp in before)
+    assert len([tp for tp in after if tp in before]) == 6

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import repeat
 
 from kstore._java import hash_order, string_order_key, uuid_hash
 from kstore.assignors._claims import Claims, settle_claims
-from kstore.assignors._contract import AssignmentRequest, AssignmentResult, TopicPartition
+from kstore.assignors._contract import (
+    AssignmentRequest,
+    AssignmentResult,
+    TopicPartition,
+    partition_pairs,
+)
 
 __all__ = ["TopicPartitions", "UniformGroup", "build_group", "to_result", "topic_hash"]
 
@@ -128,9 +132,7 @@ def to_result(
     """The contract's result from each member's slots: every member in request order,
     each list sorted by topic name, then partition."""
     names = group.topic_names
-    table: list[TopicPartition] = []
-    for name, count in zip(names, group.partition_counts, strict=True):
-        table.extend(zip(repeat(name, count), range(count), strict=True))
+    table = partition_pairs(tuple(names), tuple(group.partition_counts))
     # Slots follow Java String order of names; Python's order differs only for some
     # characters beyond U+FFFF.
     python_order = names == sorted(names)

@@ -9,8 +9,6 @@ for the quirks reproduced and the one Kafka crash answered instead.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import numpy.typing as npt
 
@@ -20,6 +18,7 @@ from kstore.assignors._contract import (
     AssignmentRequest,
     AssignmentResult,
     TopicPartition,
+    partition_pairs,
 )
 from kstore.assignors._sticky_constrained import constrained_assign
 from kstore.assignors._sticky_general import KafkaWouldThrow, general_assign
@@ -133,7 +132,7 @@ def _chunks_small(group: StickyGroup, owner: IntArray | list[int]) -> list[list[
     decisions of one group mostly are)."""
     chunks: list[list[TopicPartition]] = [[] for _ in group.member_ids]
     owners = owner.tolist() if isinstance(owner, np.ndarray) else owner
-    pairs = _pairs(tuple(group.topics), tuple(group.partition_counts))
+    pairs = partition_pairs(tuple(group.topics), tuple(group.partition_counts))
     for pid, m in enumerate(owners):
         if m >= 0:
             chunks[m].append(pairs[pid])
@@ -149,20 +148,12 @@ def _chunks_large(group: StickyGroup, owner: IntArray | list[int]) -> list[list[
     pids = pids[order]
     bounds = np.cumsum(np.bincount(holders, minlength=len(group.member_ids))).tolist()
     pairs = list(
-        map(_pairs(tuple(group.topics), tuple(group.partition_counts)).__getitem__, pids.tolist())
+        map(
+            partition_pairs(tuple(group.topics), tuple(group.partition_counts)).__getitem__,
+            pids.tolist(),
+        )
     )
     return [pairs[bounds[i - 1] if i else 0 : bounds[i]] for i in range(len(bounds))]
-
-
-@lru_cache(maxsize=2)
-def _pairs(topics: tuple[str, ...], counts: tuple[int, ...]) -> list[TopicPartition]:
-    """Every partition of ``topics`` (``counts`` of each) by partition id, as its
-    (topic, partition) pair: made once for answers on the same topics, so that
-    consecutive answers list the very same pair objects. Who compares two answers'
-    lists then stops at each pair's identity: the store's projection of a replay's
-    sticky decisions, each compared with the one before (60 x 10,000 partitions: the
-    replay's store part 0.80 -> 0.68 s)."""
-    return [(topic, p) for topic, count in zip(topics, counts, strict=True) for p in range(count)]
 
 
 STICKY = StickyAssignor("sticky", cooperative=False)
