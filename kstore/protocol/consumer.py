@@ -125,10 +125,14 @@ class ConsumerGroupSim(GroupSim):
         self.ledger.add_topics(self.subscribed_counts(), self.now)
         # Every member's next heartbeat, as one batch: run after run of them is one step.
         # ``next_tick`` inline: a phase is less than the interval, so the first tick at or
-        # after ``after`` is ``after`` plus the phase's distance from it, modulo the interval.
-        # Numbered and made pending keys in the same pass (``schedule_made``, as the
-        # classic protocol's rejoins): every member at every epoch bump.
+        # after ``after`` is the phase's in the interval that holds ``after`` (``start``)
+        # if the phase is not before ``after``'s place in it, else in the next one (one
+        # sum a member: each sum of these times is a new int). Numbered and made pending
+        # keys in the same pass (``schedule_made``, as the classic protocol's rejoins):
+        # every member at every epoch bump.
         after, interval, clients = self.now + 1, self.heartbeat_interval(), self.member_clients
+        start = after - after % interval
+        place, later = after - start, start + interval
         seq, live = self.queue.numbering()
         items: list[tuple[int, int, str, tuple[Client, int]]] = []
         append = items.append
@@ -137,7 +141,8 @@ class ConsumerGroupSim(GroupSim):
                 seq += 1
                 key = c.heartbeat_key
                 live[key] = seq
-                append((after + (c.phase - after) % interval, seq, key, (c, c.life)))
+                phase = c.phase
+                append(((start if phase >= place else later) + phase, seq, key, (c, c.life)))
         self.queue.schedule_made(items, seq, self._heartbeats)
 
     def _heartbeats(self, due: Due[tuple[Client, int]]) -> None:
