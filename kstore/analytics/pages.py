@@ -1133,6 +1133,9 @@ def _slug(cluster: str, group: str) -> str:
     return f"{text[:80]}-{digest}.html"
 
 
+_NAME_SHOWN = 48
+"""A fleet plot's group name is cut to this many characters (its rank keeps them apart)."""
+
 NO_SOURCE = "no 'recorded' timeline, and more than one that is no replay"
 NO_REBALANCE = "no rebalance in its source timeline"
 
@@ -1241,14 +1244,27 @@ def write_fleet(
             f"<td>{row['unassigned']}</td><td>{row['replays']}</td></tr>"
         )
     top = rows[:50]
+    named = [f"{r['cluster']}/{r['group']}" for r in top]
+    # A bar a row, its group named beside it: upright bars' names turned on end ran into
+    # each other (at 800 px plotly showed every other one). The rank keeps two names cut
+    # alike apart; the whole name is in the hover and the table.
+    shown = [name if len(name) <= _NAME_SHOWN else name[: _NAME_SHOWN - 1] + "…" for name in named]
     figure = go.Figure(
         go.Bar(
-            x=[f"{r['cluster']}/{r['group']}" for r in top],
-            y=[r["churn"] for r in top],
+            x=[r["churn"] for r in top],
+            y=[f"{rank}. {name}" for rank, name in enumerate(shown, start=1)],
+            orientation="h",
+            customdata=named,
+            hovertemplate="%{customdata}: churn %{x:,}<extra></extra>",
             name="churn",
         )
     )
-    figure.update_layout(title=f"Churn of the {len(top):,} groups that move most", height=420)
+    figure.update_layout(
+        title=f"Churn of the {len(top):,} groups that move most",
+        height=120 + 20 * len(top),
+        yaxis={"autorange": "reversed", "automargin": True},
+        xaxis_title="churn (partitions moved)",
+    )
     sections = [
         f"<p class='note'>{len(rows):,} groups, each its source timeline (recorded, else "
         "its one timeline that is no replay); ranked by churn, then storm rebalances, then "

@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from itertools import pairwise
+from itertools import combinations, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from kstore.analytics.pages import (
     _table,
     reason_kind,
     reason_shape,
+    write_fleet,
 )
 from kstore.analytics.replay import replay
 from kstore.model import (
@@ -744,3 +745,45 @@ def test_the_anomalies_note_says_what_is_not_listed_and_why() -> None:
     assert said.startswith("3 double-assigned, 1 unassigned; not listed: 1,568 partitions ")
     assert "follow-up round" in said
     assert _anomalies_said(Counter(), 0) == "nothing unexpected"  # was "none; withheld ...: 0"
+
+
+_FLEET_PROBE = (  # once the plot is drawn: its bars' count, each shown label's box
+    "<script>const probe = setInterval(() => {"
+    "if (document.body.dataset.drawn === '0') return; clearInterval(probe);"
+    "const plot = document.getElementById('fleet');"
+    "const labels = [...plot.querySelectorAll('.yaxislayer-above .ytick text, "
+    ".xaxislayer-above .xtick text')].map(e => { const r = e.getBoundingClientRect();"
+    " return [e.textContent, r.left, r.top, r.right, r.bottom]; });"
+    "document.body.setAttribute('data-fleet', JSON.stringify({labels,"
+    " bars: plot.querySelectorAll('.bars .point').length,"
+    " page: [document.documentElement.scrollWidth, document.documentElement.clientWidth]}));"
+    "}, 200);</script></body>"
+)
+
+
+def test_a_fleet_of_many_long_named_groups_names_each_bar_at_800_px(tmp_path: Path) -> None:
+    """The fleet page's churn of the 50 groups that move most stood as 50 upright bars,
+    each group's name turned on end beneath it: at 800 px, 60 groups named as services
+    name them ran into one another. Now each bar lies along its own row, the group's name
+    beside it, the heaviest first, and every one of the 50 is named, apart from the next."""
+    store = Store(tmp_path / "kstore.duckdb")
+    store.init()
+    names = [f"payments-settlement-consumers-eu-west-1-shard-{i:02d}" for i in range(60)]
+    for i, name in enumerate(names):
+        _big(store, name, rebalances=2 + i % 7, partitions=6, members=6, strategy="range")
+    write_fleet(store, tmp_path / "fleet", pages=False)
+    page = tmp_path / "fleet" / "index.html"
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", _FLEET_PROBE))
+    dom, _ = chromium(probed, tmp_path / "profile", "--dump-dom", "--window-size=800,2000")
+    found = re.search(r'data-fleet="([^"]*)"', dom)
+    assert found is not None, dom[:2000]
+    said = json.loads(html.unescape(found.group(1)))
+    assert said["page"][0] <= said["page"][1], said["page"]
+    assert said["bars"] == 50
+    named = [label for label in said["labels"] if "payments" in label[0]]
+    assert len(named) == 50, named
+    for (_, *one), (_, *other) in combinations(named, 2):
+        left, top, right, bottom = one
+        apart = right <= other[0] + 0.5 or other[2] <= left + 0.5
+        assert apart or bottom <= other[1] + 0.5 or other[3] <= top + 0.5, (one, other)
