@@ -566,21 +566,26 @@ def _rates(
 
 
 def _drawn_once(drawn: dict[str, list[list[str]]]) -> list[str]:
-    """A note naming the timelines whose series were drawn once (``_rates``,
-    ``_reasons``), if any: a line per panel (one paragraph of three panels' groups was
-    a wall of names)."""
+    """A note of the timelines whose series were drawn once (``_rates``, ``_reasons``), if
+    any: a count per panel in sight, the names a click away, a line per panel (15
+    timelines' names, three panels of them, stood as a wall of text above each plot)."""
+    panels = {what: groups for what, groups in drawn.items() if any(len(g) > 1 for g in groups)}
+    if not panels:
+        return []
+    counts = "; ".join(
+        f"{html.escape(what)}: {counted(sum(map(len, groups)), 'timeline')} as "
+        f"{counted(len(groups), 'series', 'series')}"
+        for what, groups in panels.items()
+    )
     said = [
         f"<li>{html.escape(what)}: "
         + html.escape("; ".join(" = ".join(names) for names in groups if len(names) > 1))
         + "</li>"
-        for what, groups in drawn.items()
-        if any(len(names) > 1 for names in groups)
+        for what, groups in panels.items()
     ]
-    if not said:
-        return []
     return [
-        "<div class='note'>equal series drawn once, as the first one (its bars or its "
-        f"line, in its colour):<ul>{''.join(said)}</ul></div>"
+        "<details class='note'><summary>equal series drawn once, as the first one (its bars "
+        f"or its line, in its colour): {counts}</summary><ul>{''.join(said)}</ul></details>"
     ]
 
 
@@ -944,14 +949,24 @@ def _storms(rows: list[dict[str, Any]]) -> Result:
 
 def _counted(storms: Result, timelines: Sequence[str]) -> str:
     """How many storms, per timeline: one storm in each of three timelines read as three
-    storms when the heading said ``(3)``."""
+    storms when the heading said ``(3)``; the count most timelines share is said once."""
     per = Counter(row[0] for row in storms.rows)
     if len(timelines) == 1:
         return f"{per[timelines[0]]:,}"
     counts = {per[t] for t in timelines}
     if len(counts) == 1:
         return f"{counts.pop():,} in each of the {len(timelines):,} timelines"
-    return ", ".join(f"{per[t]:,} in {t}" for t in timelines)
+    by_count: dict[int, list[str]] = {}
+    for timeline in timelines:
+        by_count.setdefault(per[timeline], []).append(timeline)
+    most = max(by_count, key=lambda count: len(by_count[count]))
+    if len(by_count[most]) < 3:
+        return ", ".join(f"{per[t]:,} in {t}" for t in timelines)
+    # the commonest count said once: 15 timelines' counts one by one were a wall of a heading
+    others = [
+        f"{count:,} in {', '.join(named)}" for count, named in by_count.items() if count != most
+    ]
+    return "; ".join([*others, f"{most:,} in each of the other {len(by_count[most]):,}"])
 
 
 def _anomalies_said(kinds: Counter[str], withheld: int) -> str:

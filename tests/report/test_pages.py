@@ -729,6 +729,12 @@ def test_storms_are_counted_per_timeline() -> None:
     assert _counted(one_each, ["a", "b", "c"]) == "1 in each of the 3 timelines"  # was "3"
     assert _counted(Result(["timeline"], [("a",), ("a",)]), ["a", "b"]) == "2 in a, 0 in b"
     assert _counted(Result(["timeline"], [("a",)]), ["a"]) == "1"
+    # 15 timelines of an advised group: the heading named all 15 with their counts
+    many = Result(["timeline"], [(t,) for t in "abcdefg"] + [("b",), ("e",)])
+    assert _counted(many, list("abcdefg")) == "2 in b, e; 1 in each of the other 5"
+    assert _counted(Result(["timeline"], [("a",), ("b",), ("b",)]), list("abcd")) == (
+        "1 in a, 2 in b, 0 in c, 0 in d"
+    )
 
 
 def test_a_log_axis_within_two_decades_ticks_between_the_powers_of_ten() -> None:

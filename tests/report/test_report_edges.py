@@ -181,7 +181,9 @@ def test_many_timelines_differ_in_colour_and_their_legend_stays_under_the_title(
     assert len({tuple(t["y"]) for t in counted}) == len(counted)
     reasons = by_id["reasons"]["data"]
     assert 0 < len(reasons) < 15 and len({tuple(t["y"]) for t in reasons}) == len(reasons)
-    note = re.search(r"<div class='note'>equal series drawn once.*?</div>", advised_page)
+    note = re.search(
+        r"<details class='note'><summary>equal series drawn once.*?</details>", advised_page
+    )
     assert note is not None and "<li>rebalances: sim/flapping-member = " in note.group(0)
     for ident in ("rates", "reasons"):
         layout = by_id[ident]["layout"]
@@ -287,6 +289,15 @@ def test_equal_lines_of_many_timelines_are_drawn_once_and_named(advised_page: st
     assert note is not None
     named = {n.strip() for part in note.group(1).split(";") for n in part.split("=")}
     assert named | {t["name"] for t in moved} >= {t["name"] for t in by_id["rates"]["data"]}
+    # the names a click away, counts in sight: 15 timelines' names for each of three
+    # panels stood as a wall of text above the plot
+    details = re.search(r"<details class='note'><summary>([^<]*)</summary>(.*?)</details>",
+                        advised_page)  # fmt: skip
+    assert details is not None and note.group(0) in details.group(2)
+    shown = details.group(1)
+    timelines = len(named | {t["name"] for t in moved})
+    assert f"moved: {timelines} timelines as {len(moved)} series" in shown
+    assert len(shown) < 250 and "replay/" not in shown, shown
 
 
 def test_counts_in_the_reports_prose_have_thousands_separators(tmp_path: Path) -> None:
