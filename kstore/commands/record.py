@@ -76,11 +76,12 @@ def _running(settings: KafkaSettings | None) -> Iterator[threading.Event]:
         handler.addFilter(RedactingFilter(settings))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
-    # kafka-python's own errors pass the same filter (else Python's last-resort
-    # handler would print them as they are).
+    # kafka-python's own log: critical lines only, as librdkafka's (a broker that is down
+    # would otherwise add a handful of ERROR lines to each retry's WARNING), through the
+    # same filter (else Python's last-resort handler would print them as they are).
     client_log = logging.getLogger("kafka")
     client_log.addHandler(handler)
-    client_log.setLevel(logging.ERROR)
+    client_log.setLevel(logging.CRITICAL)
     try:
         with stop_requested(
             signal.SIGINT,

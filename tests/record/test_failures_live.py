@@ -269,3 +269,38 @@ def test_a_missing_store_is_said_as_such_before_the_broker_is_asked(
     assert "polling every" not in done.stderr and "tailing" not in done.stderr
     assert not missing.path.exists()
     assert took < 10
+
+
+def test_a_broker_gone_mid_poll_is_one_warning_a_retry_not_the_clients_log(
+    tmp_path: Path,
+) -> None:
+    """The broker stopped after the poller's first answer: a user saw a dozen of
+    kafka-python's own ERROR lines (``<KafkaConnection ...>: Connection lost``,
+    ``Metadata refresh: failed``) per retry around kstore's one WARNING; the client's
+    log is kept to critical lines, as librdkafka's is."""
+    from tests.broker import start_broker, tansu_binary
+
+    binary = tansu_binary()
+    assert binary is not None
+    gone = start_broker(binary, tmp_path / "tansu.log")
+    store = initialised_store(tmp_path / "kstore.duckdb")
+    command = kstore(store, "poll", "--all-groups", "--interval", "200ms")
+    process = subprocess.Popen(
+        [*command, "--bootstrap-server", gone.bootstrap],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        time.sleep(4)  # answered polls
+        gone.stop()
+        time.sleep(4)  # retries
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and "events stored" in out, err
+    assert "retry 1 of 10" in err, err
+    lines = err.splitlines()
+    assert [line for line in lines if " ERROR " in line] == [], err
+    assert all(" INFO " in line or " WARNING " in line for line in lines), err
