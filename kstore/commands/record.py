@@ -186,6 +186,8 @@ def poll_groups(
     from kstore.store.log import Store
 
     seconds = parse_interval(interval)
+    if polls is not None and polls < 1:
+        raise UsageError(f"--polls: 1 or more, not {polls}")
     selected = _groups(groups, all_groups)
     store = Store(store_path)
     settings = load_settings(config, bootstrap_servers, overrides=overrides)

@@ -304,3 +304,13 @@ def test_a_broker_gone_mid_poll_is_one_warning_a_retry_not_the_clients_log(
     lines = err.splitlines()
     assert [line for line in lines if " ERROR " in line] == [], err
     assert all(" INFO " in line or " WARNING " in line for line in lines), err
+
+
+@pytest.mark.parametrize("polls", ["0", "-1"])
+def test_polls_below_one_is_one_line_exit_2(broker: Broker, store: Store, polls: str) -> None:
+    """``--polls -1`` polled nothing and exited 0 with "0 polls", as if it had run."""
+    command = kstore(store, "poll", "--all-groups", "--bootstrap-server", broker.bootstrap)
+    done, _ = run([*command, "--polls", polls])
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [f"kstore: error: --polls: 1 or more, not {polls}"]
+    assert done.stdout == ""
