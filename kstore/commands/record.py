@@ -18,7 +18,12 @@ from kstore._errors import UsageError
 from kstore._extras import require
 from kstore._text import counted
 from kstore.commands._stop import stop_requested
-from kstore.record._failures import CONFIGURATION, ClientFailure, FirstAnswer
+from kstore.record._failures import (
+    CONFIGURATION,
+    ClientFailure,
+    FirstAnswer,
+    check_max_retries,
+)
 from kstore.record.config import KafkaSettings, RedactingFilter, load_settings
 
 if TYPE_CHECKING:
@@ -130,6 +135,7 @@ def record_offsets(
         )
         return
 
+    check_max_retries(max_retries)
     require("kafka")
     from kstore.record.tail import KafkaTopicSource, OffsetsTailer
 
@@ -188,6 +194,7 @@ def poll_groups(
     seconds = parse_interval(interval)
     if polls is not None and polls < 1:
         raise UsageError(f"--polls: 1 or more, not {polls}")
+    check_max_retries(max_retries)
     selected = _groups(groups, all_groups)
     store = Store(store_path)
     settings = load_settings(config, bootstrap_servers, overrides=overrides)

@@ -45,6 +45,7 @@ __all__ = [
     "Retries",
     "Stopped",
     "check_login",
+    "check_max_retries",
     "classify",
     "close_within",
     "interruptible",
@@ -250,6 +251,13 @@ class FirstAnswer:
     servers: str = "the bootstrap servers"
 
 
+def check_max_retries(max_retries: int) -> int:
+    """``--max-retries``, refused before a recorder starts when below -1."""
+    if max_retries < -1:
+        raise UsageError(f"--max-retries: -1 (forever), 0 or more, not {max_retries}")
+    return max_retries
+
+
 class Retries:
     """The one give-up rule: back off after each failure, give up after ``max_retries``
     failures in a row (-1: never); a success starts the count again. With ``first``, the
@@ -263,9 +271,7 @@ class Retries:
         backoff: tuple[float, float] = (0.5, 30.0),
         first: FirstAnswer | None = None,
     ) -> None:
-        if max_retries < -1:
-            raise UsageError(f"--max-retries: -1 (forever), 0 or more, not {max_retries}")
-        self.max_retries = max_retries
+        self.max_retries = check_max_retries(max_retries)
         self.stop = stop
         self.backoff = backoff
         self.first = first

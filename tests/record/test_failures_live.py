@@ -314,3 +314,18 @@ def test_polls_below_one_is_one_line_exit_2(broker: Broker, store: Store, polls:
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.splitlines() == [f"kstore: error: --polls: 1 or more, not {polls}"]
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("recorder", ["offsets", "poll"])
+def test_a_bad_max_retries_is_one_line_before_the_recorder_starts(
+    broker: Broker, store: Store, recorder: str
+) -> None:
+    """``--max-retries -2`` was refused after the recorder had started: its "tailing" or
+    "polling" line and a summary of nothing came with the error."""
+    command = kstore(store, recorder, "--all-groups", "--bootstrap-server", broker.bootstrap)
+    done, _ = run([*command, "--max-retries", "-2"])
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        "kstore: error: --max-retries: -1 (forever), 0 or more, not -2"
+    ]
+    assert done.stdout == ""
