@@ -682,13 +682,15 @@ def _interrupted_inside(
     (``module:name``) whose method it is, ``Store`` by default."""
     module, name = owner.split(":")
     code = (
-        "import os, signal, sys\n"
+        "import signal, sys, threading\n"
         "from kstore.cli import main\n"
         f"from {module} import {name} as Store\n"
         f"original = Store.{method}\n"
         "def then_ctrl_c(*args, **kwargs):\n"
         "    done = original(*args, **kwargs)\n"
-        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        # to the main thread: a process's signal may go to any of its threads (Arrow's
+        # pool, after an export's first write), and pause() then waited for ever
+        "    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)\n"
         "    signal.pause()\n"
         "    return done\n"
         f"Store.{method} = then_ctrl_c\n"
@@ -700,6 +702,7 @@ def _interrupted_inside(
         capture_output=True,
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        timeout=300,  # a hang fails the test instead of the suite's time limit
     )
 
 
