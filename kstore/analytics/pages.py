@@ -389,7 +389,9 @@ def _legend_above(
         "legend": {"orientation": "h", "yref": "container", "yanchor": "top", "x": 0,
                    "y": 1 - 50 / total, "maxheight": 1},  # not cut to half the figure
         "showlegend": True,  # a lone timeline named too (its colour as in the rates)
-        "margin": {"t": top, "r": MARGIN_RIGHT},
+        # plotly's bottom margin of 80 px stood as a blank band under the rates' range
+        # slider and the reasons' kinds (each pushes the margin out as far as it needs)
+        "margin": {"t": top, "r": MARGIN_RIGHT, "b": 20},
         "height": total,
     }  # fmt: skip
 

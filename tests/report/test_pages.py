@@ -384,7 +384,10 @@ _PROBE = (  # once every plot is drawn
     "owned: box(document.querySelector('#own0 .nsewdrag')),"
     "key: [...document.querySelectorAll('#own0 + .key span')].map(box),"
     "beside: [...document.querySelectorAll('.plot')].map(p =>"
-    " p.getBoundingClientRect().right - box(p.querySelector('.nsewdrag'))[2])"
+    " p.getBoundingClientRect().right - box(p.querySelector('.nsewdrag'))[2]),"
+    "under: ['rates', 'reasons'].map(id => { const p = document.getElementById(id);"
+    " const last = [...p.querySelectorAll('.rangeslider-bg, .xtick text')].map(box);"
+    " return p.getBoundingClientRect().bottom - Math.max(...last.map(b => b[3])); })"
     "}))}, 100);</script></body>"
 )
 
@@ -394,7 +397,7 @@ def measured(page: Path, tmp_path: Path, window: int) -> dict[str, Any]:
     it shows its rows as cards, its column names and the name each cell was given; the
     reasons plot's x labels, title, legend and plot area, the first ownership view's cells
     and plot area, its key's names (left, top, right, bottom); the blank beside each
-    plot's area, px."""
+    plot's area, px; the blank under the rates' range slider and the reasons' kinds, px."""
     probed = tmp_path / f"probed-{window}.html"
     probed.write_text(page.read_text().replace("</body>", _PROBE))
     dom, _ = chromium(probed, tmp_path / "profile", "--dump-dom", f"--window-size={window},2000")
@@ -411,8 +414,9 @@ def test_the_report_reads_at_800_px_without_sideways_scrolling(fleet: Path, tmp_
     cells inside another and every plot beside 80 px of blank, and the key's names ran
     ragged. Now a table wider than the window shows each row as a card of its columns'
     names and values, a kind is named on two lines where it has two words, the reasons'
-    plot starts under its legend, the cells fill their plot, 20 px beside it, and the
-    key's names stand in columns. At 1,600 px every table is a table (one takes the
+    plot starts under its legend, the cells fill their plot, 20 px beside it, the
+    key's names stand in columns, and no blank band stands under the rates' range
+    slider (63 px) or the reasons' kinds. At 1,600 px every table is a table (one takes the
     window less the margins, past the body's 1,400 px) and none scrolls."""
     page = tmp_path / "advised.html"
     kstore(fleet, "report", "--group", "eager-vs-cooperative", "--out", str(page))
@@ -441,6 +445,10 @@ def test_the_report_reads_at_800_px_without_sideways_scrolling(fleet: Path, tmp_
     for edge, (cells, owned) in enumerate(zip(narrow["cells"], narrow["owned"], strict=True)):
         assert abs(cells - owned) <= 2, (edge, narrow["cells"], narrow["owned"])
     assert all(0 <= blank <= 30 for blank in narrow["beside"]), narrow["beside"]  # 80 before
+    # no blank band under the rates' range slider and the reasons' kinds (63 and 45 px
+    # before, plotly's bottom margin of 80 px), at either width
+    for window in (wide, narrow):
+        assert all(0 <= blank <= 20 for blank in window["under"]), window["under"]
     # the key's names in columns, each starting where the one above it does (a ragged
     # second column read as cut at 800 px): at most 3 columns, as many rows as it takes
     for window in (wide, narrow):
